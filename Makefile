@@ -1,0 +1,45 @@
+# Thin wrapper: the real build is Meson + Ninja.
+#   make demo   install missing packages, build, run the main job on `local`
+#   make check  install missing packages, build (plain + ASan/UBSan), run every offline test
+BUILD ?= build
+ASAN  ?= build-asan
+MESON ?= meson
+
+.PHONY: all deps build demo check test test-asan checksrc bench clean
+
+all: build
+
+deps:
+	bash scripts/deps.sh
+
+$(BUILD)/build.ninja:
+	$(MESON) setup $(BUILD) --buildtype=debugoptimized
+
+$(ASAN)/build.ninja:
+	$(MESON) setup $(ASAN) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+demo: build
+	bash scripts/demo.sh $(BUILD)
+
+test: build
+	bash scripts/run-tests.sh $(BUILD)
+
+test-asan: deps $(ASAN)/build.ninja
+	ninja -C $(ASAN)
+	bash scripts/run-tests.sh $(ASAN)
+
+checksrc:
+	bash scripts/checksrc.sh
+
+check: build checksrc
+	bash scripts/check.sh $(BUILD) $(ASAN)
+
+bench: build
+	bash scripts/deps.sh --bench
+	bash bench/lifecycle.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN)

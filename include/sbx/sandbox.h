@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file sandbox.h
+ * Sandbox lifecycle: create, exec, files, timeout, destroy, list.
+ * Every call goes through the provider named in the spec.
+ */
+#ifndef SBX_SANDBOX_H
+#define SBX_SANDBOX_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <sbx/error.h>
+#include <sbx/runtime.h>
+#include <sbx/spec.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sbx_sandbox sbx_sandbox;
+
+/**
+ * Creates a sandbox.
+ * @param out owned; release with sbx_sandbox_free() (after sbx_sandbox_destroy()
+ *        unless the sandbox should live on).
+ * @return 0, -EINVAL (bad spec), -ENOENT (unknown image or provider),
+ *         -EAGAIN (provider throttled), other negative codes from the provider.
+ */
+int sbx_sandbox_create(sbx_sandbox **out, sbx_runtime *rt, const sbx_sandbox_opts *opts,
+		       sbx_error **err);
+
+/**
+ * Opens an existing sandbox by id (e.g. one made by `sbx create`).
+ * @param provider NULL = the runtime's default.
+ * @return 0, -ENOENT (no such sandbox).
+ */
+int sbx_sandbox_open(sbx_sandbox **out, sbx_runtime *rt, const char *provider, const char *id,
+		     sbx_error **err);
+
+/** Borrowed: the sandbox id. */
+const char *sbx_sandbox_id(const sbx_sandbox *sb);
+/** Borrowed: the provider name. */
+const char *sbx_sandbox_provider(const sbx_sandbox *sb);
+
+/**
+ * Destroys the sandbox: processes, mounts, cgroups, directories. Idempotent.
+ * The handle stays valid until sbx_sandbox_free().
+ */
+int sbx_sandbox_destroy(sbx_sandbox *sb, sbx_error **err);
+
+/** Frees the handle without destroying the sandbox. NULL is fine. */
+void sbx_sandbox_free(sbx_sandbox *sb);
+
+/** Streaming output callback: `fd` is 1 (stdout) or 2 (stderr). */
+typedef void (*sbx_output_fn)(int fd, const char *data, size_t len, void *payload);
+
+#define SBX_EXEC_OPTS_VERSION 1
+
+/** What to run. Exactly one of argv and shell is set. */
+typedef struct sbx_exec_opts {
+	unsigned version;          /**< SBX_EXEC_OPTS_VERSION */
+	const char *const *argv;   /**< NULL-terminated argv */
+	const char *shell;         /**< or: a command for /bin/sh -c */
+	const char *const *env;    /**< extra "KEY=VALUE" on top of the sandbox's */
+	const char *cwd;           /**< NULL = sandbox workdir */
+	const char *user;          /**< NULL = sandbox user */
+	const void *stdin_data;    /**< bytes fed to stdin, then EOF; NULL = /dev/null */
+	size_t stdin_len;
+	double timeout_s;          /**< 0 = none; on expiry the whole tree is killed */
+	size_t output_max;         /**< cap per stream kept in the result; 0 = 16 MiB */
+	sbx_output_fn on_output;   /**< if set, output is streamed here too */
+	void *payload;
+	int stdout_fd;             /**< >0: output goes straight to this fd, not captured */
+	int stderr_fd;             /**< >0: likewise for stderr */
+	int stdin_fd;              /**< >0: stdin comes from this fd (stdin_data ignored) */
+} sbx_exec_opts;
+
+#define SBX_EXEC_OPTS_INIT { .version = SBX_EXEC_OPTS_VERSION, .stdout_fd = -1, .stderr_fd = -1, .stdin_fd = -1 }
+
+/** Result of one exec. */
+typedef struct sbx_exec_result {
+	int exit_code;       /**< exit status, or 128+signal when signalled */
+	int signal;          /**< terminating signal, 0 if exited */
+	int timed_out;       /**< 1 when killed by timeout_s */
+	char *out;           /**< captured stdout (NUL-terminated), may be NULL */
+	size_t out_len;
+	char *err;           /**< captured stderr (NUL-terminated), may be NULL */
+	size_t err_len;
+	int out_truncated;   /**< 1 when stdout passed output_max */
+	int err_truncated;
+	double seconds;      /**< wall time of the command */
+} sbx_exec_result;
+
+/**
+ * Runs a command and waits for it.
+ * @param out owned; free with sbx_exec_result_free(). A command that fails to
+ *        start (no such file) yields exit_code 127 and a message on stderr.
+ * @return 0 when the command ran (whatever its exit code), -EINVAL (bad opts),
+ *         -ESRCH (sandbox gone), -E2BIG (argv/env too large).
+ */
+int sbx_sandbox_exec(sbx_exec_result *out, sbx_sandbox *sb, const sbx_exec_opts *opts,
+		     sbx_error **err);
+
+/** Frees what a result owns (not the struct). NULL is fine. */
+void sbx_exec_result_free(sbx_exec_result *r);
+
+/**
+ * Writes a file (binary safe), creating parent directories.
+ * @param mode file mode, e.g. 0644.
+ * @return 0, -ENOENT, -EACCES, -ENOSPC, -EISDIR.
+ */
+int sbx_sandbox_write_file(sbx_sandbox *sb, const char *path, const void *data, size_t len,
+			   unsigned mode, sbx_error **err);
+
+/**
+ * Reads a whole file.
+ * @param data_out owned, NUL-terminated; free with free().
+ * @param max refuse files larger than this (-EFBIG); 0 = 1 GiB.
+ * @return 0, -ENOENT, -EISDIR, -EFBIG.
+ */
+int sbx_sandbox_read_file(void **data_out, size_t *len_out, sbx_sandbox *sb, const char *path,
+			  size_t max, sbx_error **err);
+
+/**
+ * Copies a host file or directory tree into the sandbox at `dst` (tar semantics:
+ * modes and symlinks kept).
+ * @return 0, -ENOENT (src missing), -ENOSPC.
+ */
+int sbx_sandbox_upload(sbx_sandbox *sb, const char *src, const char *dst, sbx_error **err);
+
+/**
+ * Copies a file or directory tree out of the sandbox to host path `dst`.
+ * @return 0, -ENOENT (src missing in the sandbox), -EEXIST.
+ */
+int sbx_sandbox_download(sbx_sandbox *sb, const char *src, const char *dst, sbx_error **err);
+
+/**
+ * Sets the time to live from now; 0 = never expire.
+ * @return 0, -ESRCH.
+ */
+int sbx_sandbox_set_timeout(sbx_sandbox *sb, unsigned ttl_s, sbx_error **err);
+
+/** One row of sbx_sandbox_list(). */
+typedef struct sbx_sandbox_info {
+	char *id;
+	char *provider;
+	char *image;
+	char *state;        /**< "running", "dead", "creating" */
+	char **labels;      /**< NULL-terminated "k=v" */
+	double created_at;  /**< unix seconds */
+	double expires_at;  /**< unix seconds, 0 = never */
+	int leaked;         /**< 1: its owner process is gone (or it is dead) */
+	pid_t pid;          /**< local: init pid on the host */
+} sbx_sandbox_info;
+
+/**
+ * Lists sandboxes whose labels include every "k=v" in `filter` (NULL = all).
+ * @param out owned array; free with sbx_sandbox_info_free().
+ */
+int sbx_sandbox_list(sbx_sandbox_info **out, size_t *n_out, sbx_runtime *rt,
+		     const char *provider, const char *const *filter, sbx_error **err);
+
+/** Frees a list from sbx_sandbox_list(). */
+void sbx_sandbox_info_free(sbx_sandbox_info *v, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file spec.h
+ * The sandbox spec: what a sandbox is made of. One struct, filled from CLI
+ * flags, environment, task files and API bodies alike.
+ */
+#ifndef SBX_SPEC_H
+#define SBX_SPEC_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Network modes. */
+typedef enum sbx_network {
+	SBX_NETWORK_NONE = 0, /**< loopback only (the default) */
+	SBX_NETWORK_HOST = 1, /**< share the host's network (template builds) */
+} sbx_network;
+
+#define SBX_SANDBOX_OPTS_VERSION 1
+
+/**
+ * Sandbox spec. All pointers are borrowed for the duration of the create call.
+ * String arrays are NULL-terminated lists of "KEY=VALUE".
+ */
+typedef struct sbx_sandbox_opts {
+	unsigned version;          /**< SBX_SANDBOX_OPTS_VERSION */
+	const char *provider;      /**< provider name; NULL = the runtime's default */
+	const char *image;         /**< image name in the store (local) or template (remote) */
+	double cpus;               /**< CPU quota in cores; 0 = unlimited */
+	unsigned memory_mb;        /**< memory limit; 0 = unlimited */
+	unsigned storage_mb;       /**< cap on the writable layer; 0 = provider default */
+	unsigned pids_max;         /**< process limit; 0 = provider default */
+	sbx_network network;       /**< SBX_NETWORK_NONE by default */
+	const char *const *env;    /**< extra environment for every exec */
+	const char *workdir;       /**< default cwd; NULL = image's WorkingDir or "/" */
+	const char *user;          /**< default user ("root", "1000", "name:group") */
+	unsigned ttl_s;            /**< destroy after this long idle-or-not; 0 = never */
+	const char *const *labels; /**< "key=value" labels for listing and GC */
+	const char *hostname;      /**< NULL = "sbx-<id prefix>" */
+	const char *upper_dir;     /**< local only: keep the writable layer in this host
+	                                directory (template builds); NULL = capped tmpfs */
+	int detach;                /**< 1: sandbox outlives the creating process
+	                                without being treated as leaked by `sbx gc` */
+} sbx_sandbox_opts;
+
+#define SBX_SANDBOX_OPTS_INIT { .version = SBX_SANDBOX_OPTS_VERSION }
+
+/** "none" / "host" -> mode; returns -EINVAL on anything else. */
+int sbx_network_parse(sbx_network *out, const char *s);
+/** Static name of a network mode. */
+const char *sbx_network_name(sbx_network n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

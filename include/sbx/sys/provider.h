@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file sys/provider.h
+ * For provider implementors: the versioned ops table and registration.
+ * Every callback returns 0 or a negative code and sets *err on failure.
+ */
+#ifndef SBX_SYS_PROVIDER_H
+#define SBX_SYS_PROVIDER_H
+
+#include <stddef.h>
+#include <sbx/error.h>
+#include <sbx/runtime.h>
+#include <sbx/sandbox.h>
+#include <sbx/spec.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SBX_PROVIDER_OPS_VERSION 1
+
+typedef struct sbx_provider_ops {
+	unsigned version;  /**< SBX_PROVIDER_OPS_VERSION */
+	const char *name;  /**< "local", "e2b", ... */
+
+	/** Per-runtime provider context (lazy, once). */
+	int (*init)(void **ctx_out, sbx_runtime *rt, sbx_error **err);
+	void (*fini)(void *ctx);
+
+	/** Makes a sandbox; *id_out owned (malloc'd) by the core afterwards. */
+	int (*create)(void **sb_out, char **id_out, void *ctx, const sbx_sandbox_opts *opts,
+		      sbx_error **err);
+	/** Attaches to an existing sandbox by id. */
+	int (*open)(void **sb_out, void *ctx, const char *id, sbx_error **err);
+	int (*exec)(sbx_exec_result *out, void *sb, const sbx_exec_opts *opts, sbx_error **err);
+	int (*write_file)(void *sb, const char *path, const void *data, size_t len, unsigned mode,
+			  sbx_error **err);
+	int (*read_file)(void **data_out, size_t *len_out, void *sb, const char *path, size_t max,
+			 sbx_error **err);
+	int (*upload)(void *sb, const char *src, const char *dst, sbx_error **err);
+	int (*download)(void *sb, const char *src, const char *dst, sbx_error **err);
+	int (*set_timeout)(void *sb, unsigned ttl_s, sbx_error **err);
+	/** Destroys what the sandbox holds; idempotent. */
+	int (*destroy)(void *sb, sbx_error **err);
+	/** Releases the handle only. */
+	void (*close)(void *sb);
+	/** Lists this provider's sandboxes (unfiltered). */
+	int (*list)(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_error **err);
+	/** Destroys a sandbox by id without an open handle (GC); -ENOENT if gone. */
+	int (*destroy_id)(void *ctx, const char *id, sbx_error **err);
+} sbx_provider_ops;
+
+/**
+ * Registers an out-of-tree provider (the ops table must outlive the process).
+ * @return 0, -EEXIST (name taken), -EINVAL (version mismatch or missing ops).
+ */
+int sbx_provider_register(const sbx_provider_ops *ops, sbx_error **err);
+
+/** Looks up a provider by name; NULL if unknown. Borrowed. */
+const sbx_provider_ops *sbx_provider_find(const char *name);
+
+/** Writes the registered provider names, comma separated, into buf. */
+void sbx_provider_names(char *buf, size_t len);
+
+/** Logs through the runtime's sink (secrets redacted). */
+void sbx_runtime_log(sbx_runtime *rt, sbx_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# `make check`: the plain build's suite, then the ASan+UBSan build's suite,
+# then one closing line with the totals of both.
+set -uo pipefail
+build=${1:-build}
+asan=${2:-build-asan}
+rc=0
+bash scripts/run-tests.sh "$build" || rc=1
+if [ ! -f "$asan/build.ninja" ]; then
+  meson setup "$asan" --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false >/dev/null || rc=1
+fi
+if ninja -C "$asan" >/dev/null; then
+  bash scripts/run-tests.sh "$asan" || rc=1
+else
+  echo "check: ASan build failed"; rc=1
+fi
+read -r p1 f1 s1 < "$build/meson-logs/testlog.json.totals" 2>/dev/null || { p1=0; f1=1; s1=0; }
+read -r p2 f2 s2 < "$asan/meson-logs/testlog.json.totals" 2>/dev/null || { p2=0; f2=1; s2=0; }
+[ "$rc" -ne 0 ] && [ $((f1 + f2)) -eq 0 ] && f1=1
+echo "check: $((p1 + p2)) passed, $((f1 + f2)) failed, $((s1 + s2)) skipped"
+exit $rc

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Style gate: banned functions, raw allocation outside util/alloc.c, file size
+# cap, exported-symbol prefix. Prints each offence and fails if any.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bad=0
+banned='\b(strcpy|strcat|sprintf|vsprintf|gets|atoi|atol|strtok|system|popen)[[:space:]]*\('
+while IFS= read -r f; do
+  if grep -nE "$banned" "$f" | grep -v 'checksrc: allow'; then echo "  ^ banned function in $f"; bad=1; fi
+  if grep -nE '[^_]signal[[:space:]]*\(' "$f" | grep -v 'checksrc: allow'; then echo "  ^ use sigaction, not signal(), in $f"; bad=1; fi
+  case "$f" in
+    src/util/alloc.c|src/providers/local/init/*) ;;
+    *) if grep -nE '(^|[^_a-z])(malloc|realloc)[[:space:]]*\(' "$f" | grep -v 'checksrc: allow'; then
+         echo "  ^ raw malloc/realloc outside util/alloc.c in $f"; bad=1; fi ;;
+  esac
+  n=$(wc -l < "$f")
+  if [ "$n" -gt 1500 ]; then echo "$f: $n lines (cap 1500)"; bad=1; fi
+done < <(git ls-files 'src/*.c' 'src/*.h' 2>/dev/null || find src -name '*.[ch]')
+lib=$(ls build/libsbx.so* 2>/dev/null | head -n1)
+if [ -n "$lib" ]; then
+  extra=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -vE '^sbx_[a-z0-9]+_[a-z0-9_]+$|^_init$|^_fini$|^sbx_[a-z]+$' || true)
+  if [ -n "$extra" ]; then echo "exported symbols without the sbx_ prefix:"; echo "$extra"; bad=1; fi
+fi
+[ "$bad" -eq 0 ] && echo "checksrc: ok"
+exit $bad

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages sbx needs to build, test and benchmark.
+# Idempotent: packages already present are skipped, apt is not touched at all
+# when nothing is missing. Mirrors come from the machine's apt configuration.
+set -euo pipefail
+
+build=(build-essential pkg-config meson ninja-build
+       libcurl4-openssl-dev libmicrohttpd-dev libjansson-dev libseccomp-dev
+       libarchive-dev libssl-dev libsqlite3-dev libcriterion-dev)
+runtime=(busybox-static debootstrap iproute2 procps)
+bench=(bubblewrap crun)
+
+want=("${build[@]}" "${runtime[@]}")
+case "${1:-}" in
+  --bench) want+=("${bench[@]}") ;;
+  --all)   want+=("${bench[@]}") ;;
+  "") ;;
+  *) echo "usage: scripts/deps.sh [--bench|--all]" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps: missing packages: ${missing[*]}; run as root or install them" >&2
+  exit 1
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared pieces of the sbx command-line tool: exit codes, runtime, errors. */
+#ifndef SBX_CLI_H
+#define SBX_CLI_H
+
+#include <stdbool.h>
+#include <sbx/sbx.h>
+
+/* Exit codes, documented in `sbx --help` and docs/cli.md. */
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,      /* the operation failed */
+	EXIT_USAGE = 2,     /* bad arguments */
+	EXIT_NOTFOUND = 3,  /* no such sandbox, image or file */
+	EXIT_ENV = 4,       /* the host cannot do this (not root, no namespaces) */
+	EXIT_TIMEOUT = 124, /* run/exec: the command hit --timeout */
+	EXIT_SBX = 125,     /* run/exec: sbx failed before the command ran */
+};
+
+/* A subcommand: argv[0] is the subcommand name. */
+typedef int (*cli_cmd_fn)(int argc, char **argv);
+
+int cmd_run(int argc, char **argv);
+int cmd_create(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
+int cmd_cp(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
+int cmd_image(int argc, char **argv);
+
+/* Opens the runtime from the environment; prints the error and returns NULL on failure. */
+sbx_runtime *cli_runtime(void);
+/* Prints "sbx: <what>: <msg>" to stderr, frees err, returns the exit code for it. */
+int cli_fail(const char *what, sbx_error *err);
+/* Maps an sbx error code to an exit code. */
+int cli_exit_for(int code);
+/* True when `s` is "-h" or "--help". */
+bool cli_is_help(const char *s);
+/* Prints to stderr and returns EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* True when stdout is a terminal (progress bars). */
+bool cli_tty(void);
+
+#endif

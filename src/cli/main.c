@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/* `sbx`: the command table, global help, and shared CLI helpers. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+struct command {
+	const char *name;
+	cli_cmd_fn fn;
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{ "run", cmd_run, "create a sandbox, run one command in it, destroy it" },
+	{ "create", cmd_create, "create a sandbox and print its id" },
+	{ "exec", cmd_exec, "run a command in an existing sandbox" },
+	{ "cp", cmd_cp, "copy files between the host and a sandbox" },
+	{ "rm", cmd_rm, "destroy sandboxes" },
+	{ "ls", cmd_ls, "list sandboxes" },
+	{ "gc", cmd_gc, "destroy sandboxes whose owner died, and leftovers" },
+	{ "image", cmd_image, "manage local images (import, bootstrap, ls, rm)" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: sbx [--version] COMMAND [ARGS...]\n\n"
+		   "Per-episode sandboxes for agentic RL.\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\nRun 'sbx COMMAND --help' for a command's options.\n\n"
+		   "environment:\n"
+		   "  SBX_STATE_DIR   runtime state (default /run/sbx)\n"
+		   "  SBX_IMAGE_DIR   image store (default /var/lib/sbx/images)\n\n"
+		   "exit codes:\n"
+		   "  0    success\n"
+		   "  1    the operation failed\n"
+		   "  2    bad arguments\n"
+		   "  3    no such sandbox, image or file\n"
+		   "  4    this host cannot do it (not root, no namespaces)\n"
+		   "  124  run/exec: the command was killed by --timeout\n"
+		   "  125  run/exec: sbx failed before the command ran\n"
+		   "  N    run/exec: otherwise, the command's own exit status\n");
+}
+
+bool cli_is_help(const char *s)
+{
+	return s && (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0);
+}
+
+bool cli_tty(void)
+{
+	return isatty(STDOUT_FILENO) == 1;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "sbx %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'sbx %s --help'.\n", cmd);
+	return EXIT_USAGE;
+}
+
+int cli_exit_for(int code)
+{
+	switch (-code) {
+	case ENOENT:
+	case ESRCH:
+		return EXIT_NOTFOUND;
+	case EINVAL:
+		return EXIT_USAGE;
+	case EPERM:
+	case EACCES:
+	case ENOSYS:
+		return EXIT_ENV;
+	default:
+		return EXIT_FAIL;
+	}
+}
+
+int cli_fail(const char *what, sbx_error *err)
+{
+	int code = err ? err->code : -EIO;
+	fprintf(stderr, "sbx %s: %s\n", what, err && err->msg ? err->msg : "unknown error");
+	sbx_error_free(err);
+	return cli_exit_for(code);
+}
+
+sbx_runtime *cli_runtime(void)
+{
+	sbx_runtime *rt = NULL;
+	sbx_error *err = NULL;
+	if (sbx_runtime_new(&rt, NULL, &err) < 0) {
+		cli_fail("runtime", err);
+		return NULL;
+	}
+	return rt;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || cli_is_help(argv[1])) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_USAGE : EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+		printf("sbx %s\n", sbx_version_string());
+		return EXIT_OK;
+	}
+	static char help_flag[] = "--help";
+	char *hargv[] = { argv[argc > 2 ? 2 : 1], help_flag, NULL };
+	if (strcmp(argv[1], "help") == 0 && argc > 2) {
+		argv = hargv;
+		argc = 2;
+	} else {
+		argv++;
+		argc--;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[0], commands[i].name) == 0)
+			return commands[i].fn(argc, argv);
+	fprintf(stderr, "sbx: unknown command '%s'\n", argv[0]);
+	usage(stderr);
+	return EXIT_USAGE;
+}
