@@ -62,6 +62,16 @@ void bench_samples_free(bench_samples *s)
 	memset(s, 0, sizeof(*s));
 }
 
+int bench_samples_save(const bench_samples *s, const char *path)
+{
+	FILE *f = fopen(path, "ae");
+	if (!f)
+		return -errno;
+	for (size_t i = 0; i < s->n; i++)
+		fprintf(f, "%.4f\n", s->v[i]);
+	return fclose(f) == 0 ? 0 : -errno;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

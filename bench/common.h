@@ -31,6 +31,9 @@ typedef struct bench_samples {
 void bench_samples_add(bench_samples *s, double ms);
 void bench_samples_free(bench_samples *s);
 
+/* Appends the samples to `path`, one value in ms per line; -errno on failure. */
+int bench_samples_save(const bench_samples *s, const char *path);
+
 /* Order statistics of a sample set (nearest-rank percentiles). */
 typedef struct bench_stats {
 	size_t n;

@@ -32,6 +32,7 @@ enum mode { MODE_LATENCY, MODE_THROUGHPUT, MODE_DENSITY };
 struct opts {
 	enum mode mode;
 	const char *image, *provider, *label, *counts, *cmd;
+	const char *samples; /* append raw latency samples (ms) here */
 	unsigned long n, warmup, workers;
 	double seconds, settle;
 	bool json;
@@ -50,7 +51,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: sbx-bench-lifecycle [--mode latency|throughput|density] [--image NAME]\n"
 		"         [--provider NAME] [--label L] [--cmd PROG] [--json]\n"
-		"  latency:    [--n 1000] [--warmup 10]\n"
+		"  latency:    [--n 1000] [--warmup 10] [--samples FILE]\n"
 		"  throughput: [--seconds 20] [--workers 2]\n"
 		"  density:    [--counts 100,1000,5000] [--settle 2]\n"
 		"State and images come from SBX_STATE_DIR and SBX_IMAGE_DIR.\n");
@@ -168,6 +169,9 @@ static int mode_latency(struct opts *o)
 	}
 	if (interrupted)
 		goto out;
+	int sr = o->samples ? bench_samples_save(&tot, o->samples) : 0;
+	if (sr < 0)
+		fprintf(stderr, "lifecycle: write %s: %s\n", o->samples, strerror(-sr));
 	bench_stats st, pst[3];
 	bench_stats_compute(&st, &tot);
 	for (int k = 0; k < 3; k++)
@@ -479,6 +483,8 @@ static int parse_args(struct opts *o, int argc, char **argv)
 			o->image = v;
 		} else if (strcmp(a, "--provider") == 0) {
 			o->provider = v;
+		} else if (strcmp(a, "--samples") == 0) {
+			o->samples = v;
 		} else if (strcmp(a, "--label") == 0) {
 			o->label = v;
 		} else if (strcmp(a, "--cmd") == 0) {

@@ -31,6 +31,7 @@ struct opts {
 	unsigned long n, warmup, workers;
 	double seconds, settle;
 	const char *hold;
+	const char *samples; /* append raw latency samples (ms) here */
 	bool json;
 	char **cmd; /* NULL-terminated, from after "--" */
 };
@@ -41,7 +42,7 @@ static atomic_int stop_all;
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: sbx-bench-spawntime [--label L] [--json]\n"
-		   "         [--n N] [--warmup W]                 latency (default N=100, W=5)\n"
+		   "         [--n N] [--warmup W] [--samples F]   latency (default N=100, W=5)\n"
 		   "         [--workers P --seconds S]            throughput\n"
 		   "         [--hold 100,1000 --settle S]         idle density\n"
 		   "         -- CMD [ARGS...]   ({i} in ARGS becomes a unique run number)\n");
@@ -150,6 +151,9 @@ static int mode_latency(const struct opts *o)
 		if (i >= o->warmup)
 			bench_samples_add(&s, ms);
 	}
+	int sr = o->samples ? bench_samples_save(&s, o->samples) : 0;
+	if (sr < 0)
+		fprintf(stderr, "spawntime: write %s: %s\n", o->samples, strerror(-sr));
 	bench_stats st;
 	bench_stats_compute(&st, &s);
 	bench_stats_print(o->json ? stderr : stdout, o->label, &st);
@@ -345,6 +349,8 @@ static int parse_args(struct opts *o, int argc, char **argv)
 			exit(0);
 		} else if (!v) {
 			r = -EINVAL;
+		} else if (strcmp(a, "--samples") == 0) {
+			o->samples = v;
 		} else if (strcmp(a, "--label") == 0) {
 			o->label = v;
 		} else if (strcmp(a, "--n") == 0) {
