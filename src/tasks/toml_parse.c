@@ -66,6 +66,23 @@ static char *path_name(const key_path *k, size_t upto)
 	return sbx__buf_steal(&b, NULL);
 }
 
+static const char *type_with_article(sbx_toml_type t)
+{
+	switch (t) {
+	case SBX_TOML_ARRAY: return "an array";
+	case SBX_TOML_INTEGER: return "an integer";
+	case SBX_TOML_TABLE: return "a table";
+	case SBX_TOML_STRING: return "a string";
+	case SBX_TOML_FLOAT: return "a float";
+	case SBX_TOML_BOOL: return "a boolean";
+	case SBX_TOML_DATETIME: return "a datetime";
+	case SBX_TOML_DATETIME_LOCAL: return "a local datetime";
+	case SBX_TOML_DATE_LOCAL: return "a local date";
+	case SBX_TOML_TIME_LOCAL: return "a local time";
+	default: return "a value";
+	}
+}
+
 static int parse_key(sbx_toml_parser *p, key_path *k)
 {
 	for (;;) {
@@ -243,8 +260,8 @@ static int parse_keyval(sbx_toml_parser *p, sbx_toml *table)
 				return r;
 			child = add_table(t, seg, TOML_F_DOTTED);
 		} else if (child->type != SBX_TOML_TABLE) {
-			return sbx__toml_fail(p, seg->at, "key '%s' is already a %s, not a table",
-					      name, sbx__toml_type_name(child->type));
+			return sbx__toml_fail(p, seg->at, "key '%s' is %s, not a table", name,
+					      type_with_article(child->type));
 		} else if (child->flags & TOML_F_INLINE) {
 			return sbx__toml_fail(p, seg->at, "cannot add keys to inline table '%s'",
 					      name);
@@ -297,8 +314,8 @@ static int parse_header(sbx_toml_parser *p, sbx_toml *root, sbx_toml **cur)
 			r = sbx__toml_fail(p, seg->at, "cannot extend inline table '%s'",
 					   name);
 		else
-			r = sbx__toml_fail(p, seg->at, "key '%s' is already a %s, not a table",
-					   name, sbx__toml_type_name(child->type));
+			r = sbx__toml_fail(p, seg->at, "key '%s' is %s, not a table", name,
+					   type_with_article(child->type));
 		if (r < 0)
 			return r;
 		if (last && aot) {
