@@ -332,7 +332,11 @@ static int mode_throughput(struct opts *o)
 	return failed ? 1 : 0;
 }
 
-/* Top of each sandbox's process tree: its init pid's ancestors below us or pid 1. */
+/*
+ * Roots of the sandboxes' process trees: for each init pid from the list, its
+ * highest ancestor below us or pid 1 (a per-sandbox monitor, say); plus our
+ * own pid, so children of ours the list does not name are counted.
+ */
 static size_t sandbox_roots(pid_t **out, sbx_runtime *rt, const struct opts *o)
 {
 	sbx_sandbox_info *v = NULL;
@@ -340,7 +344,7 @@ static size_t sandbox_roots(pid_t **out, sbx_runtime *rt, const struct opts *o)
 	pid_t self = getpid();
 	if (sbx_sandbox_list(&v, &n, rt, o->provider, NULL, NULL) < 0)
 		n = 0;
-	pid_t *roots = bench_xcalloc(n + 1, sizeof(*roots));
+	pid_t *roots = bench_xcalloc(n + 2, sizeof(*roots));
 	for (size_t i = 0; i < n; i++) {
 		pid_t p = v[i].pid;
 		if (p <= 0)
@@ -354,6 +358,8 @@ static size_t sandbox_roots(pid_t **out, sbx_runtime *rt, const struct opts *o)
 		roots[k++] = p;
 	}
 	sbx_sandbox_info_free(v, n);
+	/* Ourselves too, for any helper children; main() subtracts our own Pss. */
+	roots[k++] = self;
 	*out = roots;
 	return k;
 }
@@ -420,6 +426,11 @@ static int mode_density(struct opts *o)
 		pts[npts].create_s = create_s;
 		bench_density_measure(&pts[npts], &base, roots, nr);
 		free(roots);
+		long self_anon = 0, self_pss = bench_pss_kb(getpid(), &self_anon);
+		pts[npts].pss -= self_pss;
+		pts[npts].pss_anon -= self_anon;
+		if (pts[npts].nproc > 0)
+			pts[npts].nproc--;
 		bench_density_print(h, &pts[npts], npts ? &pts[npts - 1] : NULL);
 		npts++;
 	}
