@@ -104,6 +104,21 @@ static int parse_key(sbx_toml_parser *p, key_path *k)
 	}
 }
 
+/* Fails with "PRE'a.b'POST" at `at`, naming segments 0..i of k. */
+static int key_fail(sbx_toml_parser *p, size_t at, const key_path *k, size_t i, const char *pre,
+		    const char *post)
+{
+	_cleanup_free_ char *name = path_name(k, i);
+	return sbx__toml_fail(p, at, "%s'%s'%s", pre, name, post);
+}
+
+static int not_table_fail(sbx_toml_parser *p, const key_path *k, size_t i, sbx_toml_type t)
+{
+	_cleanup_free_ char *name = path_name(k, i);
+	return sbx__toml_fail(p, k->v[i].at, "key '%s' is %s, not a table", name,
+			      type_with_article(t));
+}
+
 static int check_depth(sbx_toml_parser *p, size_t at, unsigned depth)
 {
 	if (depth > SBX_TOML_MAX_DEPTH)
@@ -253,31 +268,25 @@ static int parse_keyval(sbx_toml_parser *p, sbx_toml *table)
 	for (size_t i = 0; i + 1 < k.n; i++) {
 		const key_seg *seg = &k.v[i];
 		sbx_toml *child = sbx__toml_find(t, seg->s, seg->len);
-		_cleanup_free_ char *name = child ? path_name(&k, i) : NULL;
 		if (!child) {
 			r = check_depth(p, seg->at, t->depth + 1);
 			if (r < 0)
 				return r;
 			child = add_table(t, seg, TOML_F_DOTTED);
 		} else if (child->type != SBX_TOML_TABLE) {
-			return sbx__toml_fail(p, seg->at, "key '%s' is %s, not a table", name,
-					      type_with_article(child->type));
+			return not_table_fail(p, &k, i, child->type);
 		} else if (child->flags & TOML_F_INLINE) {
-			return sbx__toml_fail(p, seg->at, "cannot add keys to inline table '%s'",
-					      name);
+			return key_fail(p, seg->at, &k, i, "cannot add keys to inline table ", "");
 		} else if (child->flags & TOML_F_DEFINED) {
-			return sbx__toml_fail(p, seg->at,
-					      "cannot add keys to table '%s' defined by a header "
-					      "using dotted keys", name);
+			return key_fail(p, seg->at, &k, i, "cannot add keys to table ",
+					" defined by a header using dotted keys");
 		}
 		child->flags |= TOML_F_DOTTED;
 		t = child;
 	}
 	key_seg *last = &k.v[k.n - 1];
-	if (sbx__toml_find(t, last->s, last->len)) {
-		_cleanup_free_ char *name = path_name(&k, k.n - 1);
-		return sbx__toml_fail(p, last->at, "duplicate key '%s'", name);
-	}
+	if (sbx__toml_find(t, last->s, last->len))
+		return key_fail(p, last->at, &k, k.n - 1, "duplicate key ", "");
 	sbx_toml *val = NULL;
 	r = parse_value(p, t->depth + 1, &val);
 	if (r < 0)
@@ -306,16 +315,13 @@ static int parse_header(sbx_toml_parser *p, sbx_toml *root, sbx_toml **cur)
 		const key_seg *seg = &k.v[i];
 		bool last = i + 1 == k.n;
 		sbx_toml *child = sbx__toml_find(t, seg->s, seg->len);
-		_cleanup_free_ char *name = child ? path_name(&k, i) : NULL;
 		if (!child || (child->type == SBX_TOML_TABLE && !(child->flags & TOML_F_INLINE)) ||
 		    (child->type == SBX_TOML_ARRAY && (child->flags & TOML_F_AOT)))
 			r = check_depth(p, seg->at, t->depth + 2);
 		else if (child->type == SBX_TOML_TABLE)
-			r = sbx__toml_fail(p, seg->at, "cannot extend inline table '%s'",
-					   name);
+			r = key_fail(p, seg->at, &k, i, "cannot extend inline table ", "");
 		else
-			r = sbx__toml_fail(p, seg->at, "key '%s' is %s, not a table", name,
-					   type_with_article(child->type));
+			r = not_table_fail(p, &k, i, child->type);
 		if (r < 0)
 			return r;
 		if (last && aot) {
@@ -325,8 +331,8 @@ static int parse_header(sbx_toml_parser *p, sbx_toml *root, sbx_toml **cur)
 				child->depth = t->depth + 1;
 				sbx__toml_insert(t, xstrndup(seg->s, seg->len), seg->len, child);
 			} else if (child->type != SBX_TOML_ARRAY) {
-				return sbx__toml_fail(p, start, "cannot define array of tables "
-						      "'%s': already a table", name);
+				return key_fail(p, start, &k, i, "cannot define array of tables ",
+						": already a table");
 			}
 			sbx_toml *elem = sbx__toml_new(SBX_TOML_TABLE);
 			elem->flags = TOML_F_DEFINED;
@@ -339,11 +345,10 @@ static int parse_header(sbx_toml_parser *p, sbx_toml *root, sbx_toml **cur)
 			if (!child) {
 				child = add_table(t, seg, TOML_F_DEFINED);
 			} else if (child->type != SBX_TOML_TABLE) {
-				return sbx__toml_fail(p, start, "table '%s' is already an array of "
-						      "tables", name);
+				return key_fail(p, start, &k, i, "table ",
+						" is already an array of tables");
 			} else if (child->flags & (TOML_F_DEFINED | TOML_F_DOTTED)) {
-				return sbx__toml_fail(p, start, "table '%s' defined more than once",
-						      name);
+				return key_fail(p, start, &k, i, "table ", " defined more than once");
 			}
 			child->flags |= TOML_F_DEFINED;
 			*cur = child;
