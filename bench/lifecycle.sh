@@ -214,11 +214,13 @@ lat_run() { # tool round
     sbx-cli) "$ST" --label "sbx run (CLI)" "${common[@]}" -- "$SBX" run "$IMAGE" -- true ;;
     bwrap) "$ST" --label bwrap "${common[@]}" -- "${BWRAP[@]}" true ;;
     crun) "$ST" --label crun "${common[@]}" -- "${CRUN[@]}" run --bundle "$BUNDLE" "$CRUN_PREFIX-r$r-{i}" ;;
+    host-true) "$ST" --label "host /bin/true" "${common[@]}" -- /bin/true ;;
     *) return 2 ;;
   esac
 }
-TOOLS=(sbx sbx-cli bwrap crun)
+TOOLS=(sbx sbx-cli bwrap crun host-true)
 OK[sbx-cli]=${OK[sbx]}
+OK[host-true]=1 # spawn+wait of a plain process: the floor under the CLI tools
 for t in "${TOOLS[@]}"; do rm -f "$OUT/lat-$t.samples" "$OUT/lat-$t.jsonl"; done
 for r in $(seq 1 "$ROUNDS"); do
   for t in "${TOOLS[@]}"; do

@@ -10,7 +10,8 @@ import math
 import os
 import sys
 
-TOOLS = [("sbx", "sbx (library)"), ("sbx-cli", "sbx run (CLI)"), ("bwrap", "bubblewrap"), ("crun", "crun")]
+TOOLS = [("sbx", "sbx (library)"), ("sbx-cli", "sbx run (CLI)"), ("bwrap", "bubblewrap"), ("crun", "crun"),
+         ("host-true", "host /bin/true, no sandbox")]
 LAT_TARGET = 0.5      # sbx median <= 0.5 x bwrap median
 TPUT_TARGET = 120.0   # lifecycles/s with both cores busy
 DENSITY_COUNT = 5000  # idle sandboxes ...
@@ -88,8 +89,9 @@ def main():
         if not st:
             p(f"| {name} | - | not measured | | | | | |")
             continue
-        r_med = ratio(s["median"], st["median"]) if s and t != "sbx" else ""
-        r_p99 = ratio(s["p99"], st["p99"]) if s and t != "sbx" else ""
+        peer = s and t not in ("sbx", "host-true")
+        r_med = ratio(s["median"], st["median"]) if peer else ""
+        r_p99 = ratio(s["p99"], st["p99"]) if peer else ""
         p(f"| {name} | {st['n']} | {st['median']:.2f} | {st['p90']:.2f} | {st['p99']:.2f} | "
           f"{st['mean']:.2f} | {r_med} | {r_p99} |")
     p()
@@ -97,7 +99,7 @@ def main():
     for t, name in TOOLS:
         st = lat.get(t)
         if st:
-            rr = f" (sbx/{t} = {ratio(s['median'], st['median'])})" if s and t != "sbx" else ""
+            rr = f" (sbx/{t} = {ratio(s['median'], st['median'])})" if s and t not in ("sbx", "host-true") else ""
             parts.append(f"{name} {st['median']:.2f} ms{rr}")
     if parts:
         p("Medians: " + ", ".join(parts) + ".")
