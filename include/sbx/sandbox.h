@@ -48,6 +48,14 @@ const char *sbx_sandbox_provider(const sbx_sandbox *sb);
  */
 int sbx_sandbox_destroy(sbx_sandbox *sb, sbx_error **err);
 
+/**
+ * Destroys a sandbox by id without an open handle, also one whose processes
+ * already died (what `sbx rm` and `sbx gc` use).
+ * @param provider NULL = the runtime's default.
+ * @return 0, -ENOENT (no such sandbox).
+ */
+int sbx_sandbox_destroy_id(sbx_runtime *rt, const char *provider, const char *id, sbx_error **err);
+
 /** Frees the handle without destroying the sandbox. NULL is fine. */
 void sbx_sandbox_free(sbx_sandbox *sb);
 

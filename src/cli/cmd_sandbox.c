@@ -1,10 +1,277 @@
 /* SPDX-License-Identifier: MIT */
-/* Placeholder sandbox commands. */
+/* `sbx run`, `sbx create`, `sbx exec`: making sandboxes and running commands. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../util/fs.h"
+#include "../util/str.h"
 #include "cli.h"
-int cmd_run(int argc, char **argv) { (void)argc; (void)argv; return EXIT_FAIL; }
-int cmd_create(int argc, char **argv) { (void)argc; (void)argv; return EXIT_FAIL; }
-int cmd_exec(int argc, char **argv) { (void)argc; (void)argv; return EXIT_FAIL; }
-int cmd_cp(int argc, char **argv) { (void)argc; (void)argv; return EXIT_FAIL; }
-int cmd_rm(int argc, char **argv) { (void)argc; (void)argv; return EXIT_FAIL; }
-int cmd_ls(int argc, char **argv) { (void)argc; (void)argv; return EXIT_FAIL; }
-int cmd_gc(int argc, char **argv) { (void)argc; (void)argv; return EXIT_FAIL; }
+#include "opts.h"
+
+static const char run_help[] =
+	"usage: sbx run [OPTIONS] IMAGE [--] CMD [ARG...]\n\n"
+	"Create a sandbox from IMAGE, run CMD in it, destroy it. Output goes straight\n"
+	"to this terminal; the exit status is CMD's.\n\noptions:\n"
+	"  --timeout DUR      kill CMD and all its children after DUR (exit 124)\n"
+	"  --time             print stage timings (create, exec, destroy) to stderr\n"
+	"  --sh               run CMD as one shell command line (/bin/sh -c)\n";
+
+static const char create_help[] =
+	"usage: sbx create [OPTIONS] IMAGE\n\n"
+	"Create a sandbox that stays up until 'sbx rm' (or --ttl); print its id.\n\noptions:\n"
+	"  --json             print {\"id\": ...}\n";
+
+static const char exec_help[] =
+	"usage: sbx exec [OPTIONS] ID [--] CMD [ARG...]\n\n"
+	"Run CMD in sandbox ID. Output goes straight to this terminal; the exit status\n"
+	"is CMD's.\n\noptions:\n"
+	"  -e, --env K=V      extra environment (repeatable)\n"
+	"  -w, --workdir DIR  working directory\n"
+	"  -u, --user USER    user (name, uid, name:group)\n"
+	"  --timeout DUR      kill CMD and all its children after DUR (exit 124)\n"
+	"  --sh               run CMD as one shell command line (/bin/sh -c)\n";
+
+static int parse_timeout(double *out, const char *cmd, const char *v)
+{
+	if (!v || sbx__parse_duration(out, v) < 0 || *out <= 0)
+		return cli_usage_error(cmd, "--timeout '%s': expected a duration like 30s or 5m", v ? v : "");
+	return 0;
+}
+
+/* Runs argv (or one shell line) with our own stdio. Returns the exit code. */
+static int run_cmd(sbx_sandbox *sb, char **argv, int shell, const sbx_exec_opts *base, int *timed_out)
+{
+	sbx_exec_opts o = *base;
+	char *line = NULL;
+	if (shell) {
+		size_t n = 0;
+		for (int i = 0; argv[i]; i++)
+			n += strlen(argv[i]) + 1;
+		line = calloc(1, n + 1);
+		for (int i = 0; argv[i]; i++) {
+			strncat(line, argv[i], n);
+			if (argv[i + 1])
+				strncat(line, " ", n);
+		}
+		o.shell = line;
+	} else {
+		o.argv = (const char *const *)argv;
+	}
+	o.stdout_fd = STDOUT_FILENO;
+	o.stderr_fd = STDERR_FILENO;
+	o.stdin_fd = isatty(STDIN_FILENO) ? -1 : STDIN_FILENO;
+	sbx_exec_result res;
+	sbx_error *err = NULL;
+	int r = sbx_sandbox_exec(&res, sb, &o, &err);
+	free(line);
+	if (r < 0) {
+		cli_fail("exec", err);
+		return EXIT_SBX;
+	}
+	if (res.err && res.err_len)
+		fwrite(res.err, 1, res.err_len, stderr);
+	*timed_out = res.timed_out;
+	int code = res.timed_out ? EXIT_TIMEOUT : res.exit_code;
+	sbx_exec_result_free(&res);
+	return code;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct spec_flags f;
+	spec_flags_init(&f);
+	sbx_exec_opts eo = SBX_EXEC_OPTS_INIT;
+	int timing = 0, shell = 0, i, code = EXIT_USAGE;
+	for (i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++) {
+		if (cli_is_help(argv[i])) {
+			printf("%s%s", run_help, spec_flags_help);
+			code = EXIT_OK;
+			goto out;
+		}
+		int c = spec_flag(&f, "run", argc, argv, &i);
+		if (c == EXIT_USAGE)
+			goto out;
+		if (c == 1)
+			continue;
+		if (!strcmp(argv[i], "--timeout")) {
+			if (parse_timeout(&eo.timeout_s, "run", i + 1 < argc ? argv[++i] : NULL))
+				goto out;
+		} else if (!strcmp(argv[i], "--time")) {
+			timing = 1;
+		} else if (!strcmp(argv[i], "--sh")) {
+			shell = 1;
+		} else {
+			code = cli_usage_error("run", "unknown option %s", argv[i]);
+			goto out;
+		}
+	}
+	if (i >= argc) {
+		code = cli_usage_error("run", "missing IMAGE");
+		goto out;
+	}
+	f.o.image = argv[i++];
+	if (i < argc && !strcmp(argv[i], "--"))
+		i++;
+	if (i >= argc) {
+		code = cli_usage_error("run", "missing CMD");
+		goto out;
+	}
+	sbx_runtime *rt = cli_runtime();
+	if (!rt) {
+		code = EXIT_ENV;
+		goto out;
+	}
+	sbx_sandbox *sb = NULL;
+	sbx_error *err = NULL;
+	double t0 = sbx__now_mono();
+	if (sbx_sandbox_create(&sb, rt, &f.o, &err) < 0) {
+		code = cli_fail("run", err) == EXIT_NOTFOUND ? EXIT_NOTFOUND : EXIT_SBX;
+		sbx_runtime_free(rt);
+		goto out;
+	}
+	double t1 = sbx__now_mono();
+	int timed_out = 0;
+	code = run_cmd(sb, argv + i, shell, &eo, &timed_out);
+	double t2 = sbx__now_mono();
+	if (sbx_sandbox_destroy(sb, &err) < 0) {
+		cli_fail("run: destroy", err);
+		code = code ? code : EXIT_FAIL;
+	}
+	double t3 = sbx__now_mono();
+	if (timing)
+		fprintf(stderr, "sbx run: create %.1f ms, exec %.1f ms, destroy %.1f ms, total %.1f ms%s\n",
+			(t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, (t3 - t0) * 1e3,
+			timed_out ? " (timed out)" : "");
+	sbx_sandbox_free(sb);
+	sbx_runtime_free(rt);
+out:
+	spec_flags_free(&f);
+	return code;
+}
+
+int cmd_create(int argc, char **argv)
+{
+	struct spec_flags f;
+	spec_flags_init(&f);
+	int json = 0, i, code = EXIT_USAGE;
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (cli_is_help(argv[i])) {
+			printf("%s%s", create_help, spec_flags_help);
+			code = EXIT_OK;
+			goto out;
+		}
+		int c = spec_flag(&f, "create", argc, argv, &i);
+		if (c == EXIT_USAGE)
+			goto out;
+		if (c == 1)
+			continue;
+		if (!strcmp(argv[i], "--json")) {
+			json = 1;
+		} else {
+			code = cli_usage_error("create", "unknown option %s", argv[i]);
+			goto out;
+		}
+	}
+	if (i != argc - 1) {
+		code = cli_usage_error("create", i >= argc ? "missing IMAGE" : "unexpected argument %s",
+				       i >= argc ? "" : argv[i + 1]);
+		goto out;
+	}
+	f.o.image = argv[i];
+	f.o.detach = 1;
+	sbx_runtime *rt = cli_runtime();
+	if (!rt) {
+		code = EXIT_ENV;
+		goto out;
+	}
+	sbx_sandbox *sb = NULL;
+	sbx_error *err = NULL;
+	if (sbx_sandbox_create(&sb, rt, &f.o, &err) < 0) {
+		code = cli_fail("create", err);
+	} else {
+		if (json)
+			printf("{\"id\": \"%s\", \"provider\": \"%s\"}\n", sbx_sandbox_id(sb), sbx_sandbox_provider(sb));
+		else
+			printf("%s\n", sbx_sandbox_id(sb));
+		sbx_sandbox_free(sb);
+		code = EXIT_OK;
+	}
+	sbx_runtime_free(rt);
+out:
+	spec_flags_free(&f);
+	return code;
+}
+
+int cmd_exec(int argc, char **argv)
+{
+	sbx_exec_opts eo = SBX_EXEC_OPTS_INIT;
+	char **env = NULL;
+	int shell = 0, i, code = EXIT_USAGE;
+	for (i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (cli_is_help(a)) {
+			printf("%s", exec_help);
+			code = EXIT_OK;
+			goto out;
+		} else if (!strcmp(a, "--sh")) {
+			shell = 1;
+		} else if (!v) {
+			code = cli_usage_error("exec", "%s needs a value (or is unknown)", a);
+			goto out;
+		} else if (!strcmp(a, "-e") || !strcmp(a, "--env")) {
+			if (!strchr(v, '=') || v[0] == '=') {
+				code = cli_usage_error("exec", "%s '%s': expected KEY=VALUE", a, v);
+				goto out;
+			}
+			sbx__strv_push(&env, v);
+			i++;
+		} else if (!strcmp(a, "-w") || !strcmp(a, "--workdir")) {
+			eo.cwd = v;
+			i++;
+		} else if (!strcmp(a, "-u") || !strcmp(a, "--user")) {
+			eo.user = v;
+			i++;
+		} else if (!strcmp(a, "--timeout")) {
+			if (parse_timeout(&eo.timeout_s, "exec", v))
+				goto out;
+			i++;
+		} else {
+			code = cli_usage_error("exec", "unknown option %s", a);
+			goto out;
+		}
+	}
+	if (i >= argc) {
+		code = cli_usage_error("exec", "missing sandbox ID");
+		goto out;
+	}
+	const char *id = argv[i++];
+	if (i < argc && !strcmp(argv[i], "--"))
+		i++;
+	if (i >= argc) {
+		code = cli_usage_error("exec", "missing CMD");
+		goto out;
+	}
+	eo.env = (const char *const *)env;
+	sbx_runtime *rt = cli_runtime();
+	if (!rt) {
+		code = EXIT_ENV;
+		goto out;
+	}
+	sbx_sandbox *sb = NULL;
+	sbx_error *err = NULL;
+	if (sbx_sandbox_open(&sb, rt, NULL, id, &err) < 0) {
+		code = cli_fail("exec", err);
+	} else {
+		int timed_out;
+		code = run_cmd(sb, argv + i, shell, &eo, &timed_out);
+		sbx_sandbox_free(sb);
+	}
+	sbx_runtime_free(rt);
+out:
+	sbx__strv_free(env);
+	return code;
+}

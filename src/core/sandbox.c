@@ -120,6 +120,20 @@ int sbx_sandbox_destroy(sbx_sandbox *sb, sbx_error **err)
 	return r;
 }
 
+int sbx_sandbox_destroy_id(sbx_runtime *rt, const char *provider, const char *id, sbx_error **err)
+{
+	if (!id || !*id)
+		return sbx_error_set(err, -EINVAL, "destroy sandbox: id is required");
+	const sbx_provider_ops *ops;
+	void *ctx;
+	int r = sbx__runtime_provider(&ops, &ctx, rt, provider, err);
+	if (r < 0)
+		return r;
+	if (!ops->destroy_id)
+		return sbx_error_set(err, -ENOSYS, "%s: destroy by id is not supported", ops->name);
+	return ops->destroy_id(ctx, id, err);
+}
+
 void sbx_sandbox_free(sbx_sandbox *sb)
 {
 	if (!sb)

@@ -1,21 +1,500 @@
 /* SPDX-License-Identifier: MIT */
-/* Placeholder: the local provider. */
+/*
+ * The `local` provider: sandboxes from Linux namespaces, overlayfs and
+ * cgroups on this host. This file is the lifecycle: create (state dir,
+ * cgroups, control socket, init in new namespaces, setup handshake), open by
+ * id from any process, destroy, list, and GC of whatever a crashed process
+ * left. The other files of this directory each own one concern.
+ */
+#include <dirent.h>
 #include <errno.h>
-#include <sbx/sys/provider.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-static int lcreate(void **sb_out, char **id_out, void *ctx, const sbx_sandbox_opts *opts, sbx_error **err)
+#include <sbx/image.h>
+
+#include "../../util/alloc.h"
+#include "../../util/cleanup.h"
+#include "../../util/fs.h"
+#include "../../util/log.h"
+#include "../../util/str.h"
+#include "local_int.h"
+#include "proto.h"
+
+#define DEFAULT_STORAGE_MB 10240
+
+static int local_init(void **ctx_out, sbx_runtime *rt, sbx_error **err)
 {
-	(void)sb_out; (void)id_out; (void)ctx; (void)opts;
-	return sbx_error_set(err, -ENOSYS, "local: not implemented");
+	struct local_ctx *c = xcalloc(1, sizeof(*c));
+	c->rt = rt;
+	c->dir = xasprintf("%s/local", sbx_runtime_state_dir(rt));
+	int r = sbx__mkdir_p(c->dir, 0700, err);
+	if (r == 0)
+		r = sbx__cg_detect(&c->cg, err);
+	if (r < 0) {
+		free(c->dir);
+		free(c);
+		return r;
+	}
+	*ctx_out = c;
+	return 0;
 }
-static int lexec(sbx_exec_result *out, void *sb, const sbx_exec_opts *opts, sbx_error **err)
+
+static void local_fini(void *ctx)
 {
-	(void)out; (void)sb; (void)opts;
-	return sbx_error_set(err, -ENOSYS, "local: not implemented");
+	struct local_ctx *c = ctx;
+	if (!c)
+		return;
+	sbx__cg_free(&c->cg);
+	free(c->dir);
+	free(c);
 }
-static int ldestroy(void *sb, sbx_error **err) { (void)sb; (void)err; return 0; }
+
+static struct local_sb *sb_new(struct local_ctx *c, const char *id)
+{
+	struct local_sb *sb = xcalloc(1, sizeof(*sb));
+	sb->ctx = c;
+	snprintf(sb->id, sizeof(sb->id), "%s", id);
+	sb->dir = xasprintf("%s/%s", c->dir, id);
+	sb->pidfd = -1;
+	sb->rootfd = -1;
+	pthread_mutex_init(&sb->lock, NULL);
+	return sb;
+}
+
+static void local_close(void *h)
+{
+	struct local_sb *sb = h;
+	if (!sb)
+		return;
+	if (sb->rootfd >= 0)
+		close(sb->rootfd);
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	pthread_mutex_destroy(&sb->lock);
+	free(sb->dir);
+	free(sb);
+}
+
+/* Kills init (and so the whole pid namespace) and waits until it is gone. */
+static void kill_init(struct local_sb *sb)
+{
+	if (sb->pid <= 0)
+		return;
+	if (sb->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+	else if (sbx__proc_alive(sb->pid, sb->start))
+		kill(sb->pid, SIGKILL);
+	if (sb->is_child) {
+		while (waitpid(sb->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	} else if (sb->pidfd >= 0) {
+		struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
+		poll(&p, 1, 10000);
+	} else {
+		for (int i = 0; i < 10000 && sbx__proc_alive(sb->pid, sb->start); i++)
+			usleep(1000);
+	}
+	sb->pid = 0;
+}
+
+/* Everything a sandbox holds on the host, in reverse order of creation. */
+static int teardown(struct local_sb *sb, sbx_error **err)
+{
+	if (sb->rootfd >= 0) {
+		close(sb->rootfd);
+		sb->rootfd = -1;
+	}
+	kill_init(sb);
+	int r = sbx__cg_remove(&sb->ctx->cg, sb->id, err);
+	int r2 = sbx__rm_rf(sb->dir, r < 0 ? NULL : err);
+	return r < 0 ? r : r2;
+}
+
+static int make_listener(const char *dir, int *fd_out, sbx_error **err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ctl.sock", dir);
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
+		return sbx_error_set(err, -ENAMETOOLONG,
+				     "state dir %s is too deep for a unix socket path (max %zu bytes); set SBX_STATE_DIR shorter",
+				     dir, sizeof(sa.sun_path) - 20);
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return sbx_error_setsys(err, -errno, errno, "socket");
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(sa.sun_path, 0600) < 0 ||
+	    listen(fd, 128) < 0)
+		return sbx_error_setsys(err, -errno, errno, "listen on %s", sa.sun_path);
+	*fd_out = steal_fd(&fd);
+	return 0;
+}
+
+/* The base env of every exec: image config Env, then the spec's env. */
+static void add_setup_env(struct sbx_msg *m, const sbx_image *img, const sbx_sandbox_opts *o)
+{
+	char **env = sbx__strv_dup((const char *const *)img->config.env);
+	for (size_t i = 0; o->env && o->env[i]; i++)
+		sbx__strv_setenv(&env, o->env[i]);
+	for (size_t i = 0; env && env[i]; i++)
+		sbx__msg_add_str(m, T_ENV, env[i]);
+	sbx__strv_free(env);
+}
+
+static int send_setup(struct local_sb *sb, int sync, int listener, const sbx_image *img,
+		      const sbx_sandbox_opts *o, sbx_error **err)
+{
+	const void *prog;
+	size_t prog_len;
+	int r = sbx__seccomp_program(&prog, &prog_len, err);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *buf = xmalloc(SBX_MSG_MAX);
+	struct sbx_msg m;
+	sbx__msg_init(&m, buf, SBX_MSG_MAX, M_SETUP);
+	sbx__msg_add_str(&m, T_ID, sb->id);
+	for (size_t i = 0; i < img->n_layers; i++)
+		sbx__msg_add_str(&m, T_LAYER, img->layer_paths[i]);
+	_cleanup_free_ char *root = xasprintf("%s/root", sb->dir);
+	_cleanup_free_ char *rw = xasprintf("%s/rw", sb->dir);
+	sbx__msg_add_str(&m, T_ROOT_MNT, root);
+	sbx__msg_add_str(&m, T_RW_MNT, rw);
+	if (o->upper_dir)
+		sbx__msg_add_str(&m, T_UPPER_DIR, o->upper_dir);
+	sbx__msg_add_u64(&m, T_STORAGE_MB, o->storage_mb ? o->storage_mb : DEFAULT_STORAGE_MB);
+	char host[64];
+	snprintf(host, sizeof(host), "sbx-%s", sb->id);
+	sbx__msg_add_str(&m, T_HOSTNAME, o->hostname ? o->hostname : host);
+	sbx__msg_add_u64(&m, T_NETWORK, o->network == SBX_NETWORK_HOST ? 1 : 0);
+	if (o->network == SBX_NETWORK_HOST) {
+		char *resolv = NULL;
+		size_t n;
+		if (sbx__read_file(&resolv, &n, "/etc/resolv.conf", 65536, NULL) == 0) {
+			sbx__msg_add_str(&m, T_RESOLV, resolv);
+			free(resolv);
+		}
+	}
+	sbx__msg_add(&m, T_SECCOMP, prog, (uint32_t)prog_len);
+	const char *wd = o->workdir ? o->workdir : img->config.workdir;
+	sbx__msg_add_str(&m, T_WORKDIR, wd && *wd ? wd : "/");
+	const char *user = o->user ? o->user : img->config.user;
+	if (user && *user)
+		sbx__msg_add_str(&m, T_USER, user);
+	sbx__msg_add_u64(&m, T_TTL_MS, (uint64_t)o->ttl_s * 1000);
+	add_setup_env(&m, img, o);
+	int fds[2] = { listener, sbx__cg_exec_dirfd(&sb->ctx->cg, sb->id) };
+	r = sbx__msg_send(sync, &m, fds, fds[1] >= 0 ? 2 : 1);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	if (r < 0)
+		return sbx_error_setsys(err, r, -r, "send setup to sandbox %s", sb->id);
+	return 0;
+}
+
+static int await_ready(struct local_sb *sb, int sync, sbx_error **err)
+{
+	char buf[2048];
+	int fds[SBX_MSG_MAX_FDS], nfds = 0;
+	struct pollfd p = { .fd = sync, .events = POLLIN };
+	if (poll(&p, 1, 60000) == 0)
+		return sbx_error_set(err, -ETIMEDOUT, "sandbox %s: init did not finish setup in 60 s", sb->id);
+	long n = sbx__msg_recv(sync, buf, sizeof(buf), fds, &nfds);
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	if (n <= 0)
+		return sbx_error_set(err, -EIO, "sandbox %s: init exited during setup", sb->id);
+	if (sbx__msg_type(buf) == M_READY)
+		return 0;
+	size_t off = 0;
+	uint16_t tag;
+	const char *d;
+	uint32_t dl;
+	int e = EIO;
+	char msg[1024] = "setup failed";
+	while (sbx__msg_next(buf, (size_t)n, &off, &tag, &d, &dl) == 1) {
+		if (tag == T_ERRNO)
+			e = (int)sbx__msg_u64(d, dl);
+		else if (tag == T_MSG)
+			snprintf(msg, sizeof(msg), "%.*s", (int)dl, d);
+	}
+	return sbx_error_set(err, -e, "sandbox %s: %s", sb->id, msg);
+}
+
+static void fill_state(struct local_state *st, struct local_sb *sb, const sbx_sandbox_opts *o,
+		       const char *status)
+{
+	memset(st, 0, sizeof(*st));
+	st->id = sb->id;
+	st->image = (char *)o->image;
+	st->status = (char *)status;
+	st->pid = sb->pid;
+	st->start = sb->start;
+	st->owner = getpid();
+	st->owner_start = sbx__proc_starttime(getpid());
+	st->detach = o->detach;
+	st->created = sbx__now_real();
+	st->expires = o->ttl_s ? st->created + o->ttl_s : 0;
+	st->labels = (char **)o->labels;
+}
+
+static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandbox_opts *o,
+			sbx_error **err)
+{
+	struct local_ctx *c = ctx;
+	if (geteuid() != 0)
+		return sbx_error_set(err, -EPERM,
+				     "local: sandboxes need root (namespaces, overlayfs, cgroups); run as root");
+	sbx_image *img = NULL;
+	int r = sbx_image_get(&img, c->rt, o->image, err);
+	if (r < 0)
+		return r;
+	char id[LOCAL_ID_LEN + 1];
+	sbx__random_hex(id, LOCAL_ID_LEN);
+	struct local_sb *sb = sb_new(c, id);
+	int listener = -1, sync[2] = { -1, -1 };
+	struct local_state st;
+	_cleanup_free_ char *root = xasprintf("%s/root", sb->dir);
+	_cleanup_free_ char *rw = xasprintf("%s/rw", sb->dir);
+	if ((r = sbx__mkdir_p(root, 0700, err)) < 0 || (r = sbx__mkdir_p(rw, 0700, err)) < 0)
+		goto out;
+	fill_state(&st, sb, o, "creating");
+	if ((r = sbx__state_write(sb->dir, &st, err)) < 0 ||
+	    (r = sbx__cg_create(&c->cg, id, o, err)) < 0 || (r = make_listener(sb->dir, &listener, err)) < 0)
+		goto out;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0) {
+		r = sbx_error_setsys(err, -errno, errno, "socketpair");
+		goto out;
+	}
+	r = sbx__init_spawn(&sb->pid, &sb->pidfd, sync[1], o->network != SBX_NETWORK_HOST, err);
+	close(sync[1]);
+	sync[1] = -1;
+	if (r < 0)
+		goto out;
+	sb->is_child = 1;
+	sb->start = sbx__proc_starttime(sb->pid);
+	if ((r = sbx__cg_attach(&c->cg, id, sb->pid, err)) < 0 ||
+	    (r = send_setup(sb, sync[0], listener, img, o, err)) < 0 ||
+	    (r = await_ready(sb, sync[0], err)) < 0)
+		goto out;
+	fill_state(&st, sb, o, "running");
+	if ((r = sbx__state_write(sb->dir, &st, err)) < 0)
+		goto out;
+	SBX_LOGD("local: created %s (init pid %d, image %s)", id, (int)sb->pid, o->image);
+	*id_out = xstrdup(id);
+	*sb_out = steal_ptr(&sb);
+out:
+	if (listener >= 0)
+		close(listener);
+	if (sync[0] >= 0)
+		close(sync[0]);
+	if (sync[1] >= 0)
+		close(sync[1]);
+	if (sb) {
+		teardown(sb, NULL);
+		local_close(sb);
+	}
+	sbx_image_free(img);
+	return r;
+}
+
+static int valid_id(const char *id)
+{
+	return strlen(id) == LOCAL_ID_LEN && strspn(id, "0123456789abcdef") == LOCAL_ID_LEN;
+}
+
+static int local_open(void **sb_out, void *ctx, const char *id, sbx_error **err)
+{
+	struct local_ctx *c = ctx;
+	if (!valid_id(id))
+		return sbx_error_set(err, -ENOENT, "no sandbox '%s' (ids are %d hex digits)", id, LOCAL_ID_LEN);
+	struct local_sb *sb = sb_new(c, id);
+	struct local_state st;
+	int r = sbx__state_read(&st, sb->dir, NULL);
+	if (r < 0) {
+		local_close(sb);
+		return sbx_error_set(err, -ENOENT, "no sandbox '%s' in %s", id, c->dir);
+	}
+	sb->pid = st.pid;
+	sb->start = st.start;
+	sbx__state_clear(&st);
+	if (!sbx__proc_alive(sb->pid, sb->start)) {
+		local_close(sb);
+		return sbx_error_set(err, -ESRCH, "sandbox %s is not running (run 'sbx gc' to remove it)", id);
+	}
+	sb->pidfd = (int)syscall(SYS_pidfd_open, sb->pid, 0);
+	/* The pid could have been reused between the check and the open. */
+	if (sb->pidfd >= 0 && !sbx__proc_alive(sb->pid, sb->start)) {
+		local_close(sb);
+		return sbx_error_set(err, -ESRCH, "sandbox %s is not running", id);
+	}
+	*sb_out = sb;
+	return 0;
+}
+
+static int local_destroy(void *h, sbx_error **err)
+{
+	struct local_sb *sb = h;
+	int r = teardown(sb, err);
+	if (r == 0)
+		SBX_LOGD("local: destroyed %s", sb->id);
+	return r;
+}
+
+static int local_exec(sbx_exec_result *out, void *h, const sbx_exec_opts *o, sbx_error **err)
+{
+	return sbx__local_exec(out, h, o, err);
+}
+
+static int local_write(void *h, const char *path, const void *data, size_t len, unsigned mode,
+		       sbx_error **err)
+{
+	return sbx__local_write_file(h, path, data, len, mode, err);
+}
+
+static int local_read(void **data, size_t *len, void *h, const char *path, size_t max, sbx_error **err)
+{
+	return sbx__local_read_file(data, len, h, path, max, err);
+}
+
+static int local_upload(void *h, const char *src, const char *dst, sbx_error **err)
+{
+	return sbx__local_upload(h, src, dst, err);
+}
+
+static int local_download(void *h, const char *src, const char *dst, sbx_error **err)
+{
+	return sbx__local_download(h, src, dst, err);
+}
+
+static int local_set_timeout(void *h, unsigned ttl_s, sbx_error **err)
+{
+	struct local_sb *sb = h;
+	int r = sbx__local_request(sb, M_SET_TTL, (uint64_t)ttl_s * 1000, NULL, err);
+	if (r < 0)
+		return r;
+	struct local_state st;
+	if (sbx__state_read(&st, sb->dir, NULL) == 0) {
+		st.expires = ttl_s ? sbx__now_real() + ttl_s : 0;
+		r = sbx__state_write(sb->dir, &st, err);
+		sbx__state_clear(&st);
+	}
+	return r;
+}
+
+static int local_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_error **err)
+{
+	struct local_ctx *c = ctx;
+	_cleanup_closedir_ DIR *d = opendir(c->dir);
+	if (!d)
+		return sbx_error_setsys(err, -errno, errno, "list %s", c->dir);
+	sbx_sandbox_info *v = NULL;
+	size_t n = 0;
+	struct dirent *de;
+	double now = sbx__now_real();
+	while ((de = readdir(d))) {
+		if (!valid_id(de->d_name))
+			continue;
+		_cleanup_free_ char *dir = xasprintf("%s/%s", c->dir, de->d_name);
+		struct local_state st;
+		if (sbx__state_read(&st, dir, NULL) < 0)
+			continue;
+		v = xrealloc(v, (n + 1) * sizeof(*v));
+		sbx_sandbox_info *i = &v[n++];
+		memset(i, 0, sizeof(*i));
+		int alive = sbx__proc_alive(st.pid, st.start);
+		int creating = strcmp(st.status, "creating") == 0;
+		int owner_alive = sbx__proc_alive(st.owner, st.owner_start);
+		i->id = xstrdup(st.id);
+		i->provider = xstrdup("local");
+		i->image = xstrdup(st.image);
+		i->state = xstrdup(alive && !creating ? "running" : creating && owner_alive ? "creating" : "dead");
+		i->labels = steal_ptr(&st.labels);
+		i->created_at = st.created;
+		i->expires_at = st.expires;
+		i->pid = st.pid;
+		i->leaked = !alive && !(creating && owner_alive);
+		if (alive && !st.detach && !owner_alive)
+			i->leaked = 1;
+		if (alive && st.expires && now > st.expires + 5)
+			i->leaked = 1;
+		sbx__state_clear(&st);
+	}
+	/* Groups with no state dir: a crash between cgroup creation and the
+	 * state file. They are listed as dead so GC removes them. */
+	char **orphans = sbx__cg_list(&c->cg);
+	for (size_t k = 0; orphans && orphans[k]; k++) {
+		_cleanup_free_ char *dir = xasprintf("%s/%s", c->dir, orphans[k]);
+		struct stat s;
+		if (stat(dir, &s) == 0)
+			continue;
+		v = xrealloc(v, (n + 1) * sizeof(*v));
+		sbx_sandbox_info *i = &v[n++];
+		memset(i, 0, sizeof(*i));
+		i->id = xstrdup(orphans[k]);
+		i->provider = xstrdup("local");
+		i->image = xstrdup("");
+		i->state = xstrdup("dead");
+		i->leaked = 1;
+	}
+	sbx__strv_free(orphans);
+	*out = v;
+	*n_out = n;
+	return 0;
+}
+
+static int local_destroy_id(void *ctx, const char *id, sbx_error **err)
+{
+	struct local_ctx *c = ctx;
+	if (!valid_id(id))
+		return sbx_error_set(err, -ENOENT, "no sandbox '%s'", id);
+	struct local_sb *sb = sb_new(c, id);
+	struct local_state st;
+	int have = sbx__state_read(&st, sb->dir, NULL) == 0;
+	if (have) {
+		if (sbx__proc_alive(st.pid, st.start)) {
+			sb->pid = st.pid;
+			sb->start = st.start;
+			sb->pidfd = (int)syscall(SYS_pidfd_open, sb->pid, 0);
+		}
+		sbx__state_clear(&st);
+	}
+	struct stat s;
+	char **cgs = sbx__cg_list(&c->cg);
+	int exists = have || stat(sb->dir, &s) == 0;
+	for (size_t k = 0; cgs && cgs[k]; k++)
+		exists |= strcmp(cgs[k], id) == 0;
+	sbx__strv_free(cgs);
+	int r = teardown(sb, err);
+	local_close(sb);
+	if (r == 0 && !exists)
+		return sbx_error_set(err, -ENOENT, "no sandbox '%s'", id);
+	return r;
+}
 
 const sbx_provider_ops sbx_provider_local = {
-	.version = SBX_PROVIDER_OPS_VERSION, .name = "local",
-	.create = lcreate, .exec = lexec, .destroy = ldestroy,
+	.version = SBX_PROVIDER_OPS_VERSION,
+	.name = "local",
+	.init = local_init,
+	.fini = local_fini,
+	.create = local_create,
+	.open = local_open,
+	.exec = local_exec,
+	.write_file = local_write,
+	.read_file = local_read,
+	.upload = local_upload,
+	.download = local_download,
+	.set_timeout = local_set_timeout,
+	.destroy = local_destroy,
+	.close = local_close,
+	.list = local_list,
+	.destroy_id = local_destroy_id,
 };

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/* `sbx cp`, `sbx rm`, `sbx ls`, `sbx gc`: moving files and managing sandboxes. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../util/fs.h"
+#include "../util/str.h"
+#include "cli.h"
+
+static const char cp_help[] =
+	"usage: sbx cp SRC DST\n\n"
+	"Copy a file or directory tree between the host and a sandbox. Exactly one of\n"
+	"SRC and DST is ID:PATH (PATH absolute). Modes and symlinks are kept; into an\n"
+	"existing directory DST the copy lands as DST/basename(SRC).\n";
+
+static const char rm_help[] =
+	"usage: sbx rm ID... | sbx rm --all\n\n"
+	"Destroy sandboxes: processes, mounts, cgroups and state.\n";
+
+static const char ls_help[] =
+	"usage: sbx ls [--json] [-l K=V]...\n\n"
+	"List sandboxes (local provider), optionally only those with all given labels.\n";
+
+static const char gc_help[] =
+	"usage: sbx gc [--all] [--dry-run] [--json]\n\n"
+	"Destroy leaked sandboxes: those whose init died, whose creating process died\n"
+	"(unless made by 'sbx create'), or whose TTL passed; and cgroups or state left\n"
+	"by a crash mid-create. --all destroys every sandbox. --dry-run only lists.\n";
+
+/* Splits "ID:PATH" if it looks like one (PATH absolute, ID has no '/'). */
+static int split_remote(const char *s, char **id, const char **path)
+{
+	const char *colon = strchr(s, ':');
+	if (!colon || colon == s || colon[1] != '/' || memchr(s, '/', (size_t)(colon - s)))
+		return 0;
+	*id = strndup(s, (size_t)(colon - s));
+	*path = colon + 1;
+	return 1;
+}
+
+int cmd_cp(int argc, char **argv)
+{
+	if (argc == 2 && cli_is_help(argv[1])) {
+		printf("%s", cp_help);
+		return EXIT_OK;
+	}
+	if (argc != 3)
+		return cli_usage_error("cp", "expected SRC and DST");
+	char *sid = NULL, *did = NULL;
+	const char *spath = argv[1], *dpath = argv[2];
+	int s_remote = split_remote(argv[1], &sid, &spath);
+	int d_remote = split_remote(argv[2], &did, &dpath);
+	int code;
+	if (s_remote == d_remote) {
+		code = cli_usage_error("cp", "exactly one of SRC and DST must be ID:/PATH");
+		goto out;
+	}
+	sbx_runtime *rt = cli_runtime();
+	if (!rt) {
+		code = EXIT_ENV;
+		goto out;
+	}
+	sbx_sandbox *sb = NULL;
+	sbx_error *err = NULL;
+	int r = sbx_sandbox_open(&sb, rt, NULL, s_remote ? sid : did, &err);
+	if (r == 0)
+		r = s_remote ? sbx_sandbox_download(sb, spath, dpath, &err)
+			     : sbx_sandbox_upload(sb, spath, dpath, &err);
+	code = r < 0 ? cli_fail("cp", err) : EXIT_OK;
+	sbx_sandbox_free(sb);
+	sbx_runtime_free(rt);
+out:
+	free(sid);
+	free(did);
+	return code;
+}
+
+int cmd_rm(int argc, char **argv)
+{
+	if (argc < 2)
+		return cli_usage_error("rm", "missing ID");
+	if (cli_is_help(argv[1])) {
+		printf("%s", rm_help);
+		return EXIT_OK;
+	}
+	sbx_runtime *rt = cli_runtime();
+	if (!rt)
+		return EXIT_ENV;
+	int code = EXIT_OK;
+	char **ids = NULL;
+	if (!strcmp(argv[1], "--all")) {
+		sbx_sandbox_info *v = NULL;
+		size_t n = 0;
+		sbx_error *err = NULL;
+		if (sbx_sandbox_list(&v, &n, rt, NULL, NULL, &err) < 0) {
+			code = cli_fail("rm", err);
+			goto out;
+		}
+		for (size_t i = 0; i < n; i++)
+			sbx__strv_push(&ids, v[i].id);
+		sbx_sandbox_info_free(v, n);
+	} else {
+		for (int i = 1; i < argc; i++)
+			sbx__strv_push(&ids, argv[i]);
+	}
+	for (size_t i = 0; ids && ids[i]; i++) {
+		sbx_error *err = NULL;
+		if (sbx_sandbox_destroy_id(rt, NULL, ids[i], &err) < 0)
+			code = cli_fail("rm", err);
+		else
+			printf("%s\n", ids[i]);
+	}
+out:
+	sbx__strv_free(ids);
+	sbx_runtime_free(rt);
+	return code;
+}
+
+static void fmt_age(char *out, size_t n, double secs)
+{
+	if (secs < 120)
+		snprintf(out, n, "%.0fs", secs);
+	else if (secs < 7200)
+		snprintf(out, n, "%.0fm", secs / 60);
+	else
+		snprintf(out, n, "%.1fh", secs / 3600);
+}
+
+int cmd_ls(int argc, char **argv)
+{
+	int json = 0;
+	char **filter = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (cli_is_help(argv[i])) {
+			printf("%s", ls_help);
+			return EXIT_OK;
+		} else if (!strcmp(argv[i], "--json")) {
+			json = 1;
+		} else if ((!strcmp(argv[i], "-l") || !strcmp(argv[i], "--label")) && i + 1 < argc) {
+			sbx__strv_push(&filter, argv[++i]);
+		} else {
+			sbx__strv_free(filter);
+			return cli_usage_error("ls", "unknown argument %s", argv[i]);
+		}
+	}
+	sbx_runtime *rt = cli_runtime();
+	if (!rt) {
+		sbx__strv_free(filter);
+		return EXIT_ENV;
+	}
+	sbx_sandbox_info *v = NULL;
+	size_t n = 0;
+	sbx_error *err = NULL;
+	int code = EXIT_OK;
+	if (sbx_sandbox_list(&v, &n, rt, NULL, (const char *const *)filter, &err) < 0) {
+		code = cli_fail("ls", err);
+		goto out;
+	}
+	double now = sbx__now_real();
+	if (json) {
+		json_t *arr = json_array();
+		for (size_t i = 0; i < n; i++) {
+			json_t *labels = json_object();
+			for (size_t k = 0; v[i].labels && v[i].labels[k]; k++) {
+				char *eq = strchr(v[i].labels[k], '=');
+				if (!eq)
+					continue;
+				char *key = strndup(v[i].labels[k], (size_t)(eq - v[i].labels[k]));
+				json_object_set_new(labels, key, json_string(eq + 1));
+				free(key);
+			}
+			json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:b, s:i, s:o}", "id",
+							     v[i].id, "provider", v[i].provider, "image", v[i].image,
+							     "state", v[i].state, "created_at", v[i].created_at,
+							     "expires_at", v[i].expires_at, "leaked", v[i].leaked,
+							     "pid", (int)v[i].pid, "labels", labels));
+		}
+		char *s = json_dumps(arr, JSON_INDENT(2));
+		printf("%s\n", s);
+		free(s);
+		json_decref(arr);
+	} else {
+		printf("%-14s %-8s %-20s %-6s %s\n", "ID", "STATE", "IMAGE", "AGE", "LABELS");
+		for (size_t i = 0; i < n; i++) {
+			char age[32];
+			fmt_age(age, sizeof(age), now - v[i].created_at);
+			printf("%-14s %-8s %-20s %-6s", v[i].id, v[i].leaked ? "leaked" : v[i].state, v[i].image,
+			       age);
+			for (size_t k = 0; v[i].labels && v[i].labels[k]; k++)
+				printf("%s%s", k ? "," : " ", v[i].labels[k]);
+			printf("\n");
+		}
+	}
+	sbx_sandbox_info_free(v, n);
+out:
+	sbx__strv_free(filter);
+	sbx_runtime_free(rt);
+	return code;
+}
+
+int cmd_gc(int argc, char **argv)
+{
+	int all = 0, dry = 0, json = 0;
+	for (int i = 1; i < argc; i++) {
+		if (cli_is_help(argv[i])) {
+			printf("%s", gc_help);
+			return EXIT_OK;
+		} else if (!strcmp(argv[i], "--all")) {
+			all = 1;
+		} else if (!strcmp(argv[i], "--dry-run")) {
+			dry = 1;
+		} else if (!strcmp(argv[i], "--json")) {
+			json = 1;
+		} else {
+			return cli_usage_error("gc", "unknown argument %s", argv[i]);
+		}
+	}
+	sbx_runtime *rt = cli_runtime();
+	if (!rt)
+		return EXIT_ENV;
+	sbx_sandbox_info *v = NULL;
+	size_t n = 0, removed = 0, failed = 0;
+	sbx_error *err = NULL;
+	int code = EXIT_OK;
+	if (sbx_sandbox_list(&v, &n, rt, NULL, NULL, &err) < 0) {
+		code = cli_fail("gc", err);
+		goto out;
+	}
+	json_t *arr = json_array();
+	for (size_t i = 0; i < n; i++) {
+		if (!all && !v[i].leaked)
+			continue;
+		int r = 0;
+		if (!dry && (r = sbx_sandbox_destroy_id(rt, NULL, v[i].id, &err)) < 0) {
+			failed++;
+			cli_fail("gc", err);
+			err = NULL;
+			continue;
+		}
+		removed++;
+		json_array_append_new(arr, json_pack("{s:s, s:s}", "id", v[i].id, "state", v[i].state));
+		if (!json)
+			printf("%s %s (%s)\n", dry ? "would remove" : "removed", v[i].id, v[i].state);
+	}
+	if (json) {
+		char *s = json_dumps(arr, JSON_COMPACT);
+		printf("{\"removed\": %s, \"dry_run\": %s, \"failed\": %zu}\n", s, dry ? "true" : "false", failed);
+		free(s);
+	} else {
+		printf("gc: %s %zu of %zu sandboxes%s\n", dry ? "would remove" : "removed", removed, n,
+		       failed ? " (some failed)" : "");
+	}
+	json_decref(arr);
+	code = failed ? EXIT_FAIL : EXIT_OK;
+	sbx_sandbox_info_free(v, n);
+out:
+	sbx_runtime_free(rt);
+	return code;
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sandbox-spec flags (--cpus, --memory, --storage, --pids, --network,
+ * --env, --workdir, --user, --ttl, --label, --hostname), parsed into the one
+ * spec struct every entry point fills.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/str.h"
+#include "cli.h"
+#include "opts.h"
+
+const char spec_flags_help[] =
+	"  --cpus N           CPU quota in cores (e.g. 0.5, 2)\n"
+	"  --memory SIZE      memory limit (512M, 2G)\n"
+	"  --storage SIZE     cap on the writable layer (default 10G)\n"
+	"  --pids N           process limit (default 4096)\n"
+	"  --network MODE     none (default, loopback only) or host\n"
+	"  -e, --env K=V      environment for every command (repeatable)\n"
+	"  -w, --workdir DIR  default working directory\n"
+	"  -u, --user USER    default user (name, uid, name:group)\n"
+	"  --ttl DUR          destroy after this long (30s, 10m, 2h)\n"
+	"  -l, --label K=V    label for listing and gc (repeatable)\n"
+	"  --hostname NAME    hostname inside the sandbox\n"
+	"  --provider NAME    provider (default local)\n";
+
+void spec_flags_init(struct spec_flags *f)
+{
+	memset(f, 0, sizeof(*f));
+	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
+	f->o = o;
+}
+
+void spec_flags_free(struct spec_flags *f)
+{
+	sbx__strv_free(f->env);
+	sbx__strv_free(f->labels);
+}
+
+static int want_mb(unsigned *out, const char *cmd, const char *flag, const char *v)
+{
+	uint64_t bytes;
+	if (sbx__parse_size(&bytes, v) < 0 || bytes == 0)
+		return cli_usage_error(cmd, "%s '%s': expected a size like 512M or 2G", flag, v);
+	/* A bare number means MiB, as in task files' *_mb fields. */
+	if (strspn(v, "0123456789") == strlen(v))
+		bytes <<= 20;
+	*out = (unsigned)(bytes >> 20);
+	return 0;
+}
+
+int spec_flag(struct spec_flags *f, const char *cmd, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i];
+	static const char *with_value[] = { "--cpus", "--memory", "--storage", "--pids", "--network",
+					    "--env", "-e", "--workdir", "-w", "--user", "-u", "--ttl",
+					    "--label", "-l", "--hostname", "--provider", NULL };
+	int known = 0;
+	for (int k = 0; with_value[k]; k++)
+		known |= strcmp(a, with_value[k]) == 0;
+	if (!known)
+		return 0;
+	if (*i + 1 >= argc)
+		return cli_usage_error(cmd, "%s needs a value", a);
+	const char *v = argv[++*i];
+	if (!strcmp(a, "--cpus")) {
+		char *end;
+		double c = strtod(v, &end);
+		if (*end || c <= 0)
+			return cli_usage_error(cmd, "--cpus '%s': expected a positive number", v);
+		f->o.cpus = c;
+	} else if (!strcmp(a, "--memory")) {
+		return want_mb(&f->o.memory_mb, cmd, a, v) ? EXIT_USAGE : 1;
+	} else if (!strcmp(a, "--storage")) {
+		return want_mb(&f->o.storage_mb, cmd, a, v) ? EXIT_USAGE : 1;
+	} else if (!strcmp(a, "--pids")) {
+		uint64_t n;
+		if (sbx__parse_u64(&n, v) < 0 || n == 0 || n > 1000000)
+			return cli_usage_error(cmd, "--pids '%s': expected a whole number from 1", v);
+		f->o.pids_max = (unsigned)n;
+	} else if (!strcmp(a, "--network")) {
+		if (sbx_network_parse(&f->o.network, v) < 0)
+			return cli_usage_error(cmd, "--network '%s': expected none or host", v);
+	} else if (!strcmp(a, "--env") || !strcmp(a, "-e")) {
+		if (!strchr(v, '=') || v[0] == '=')
+			return cli_usage_error(cmd, "%s '%s': expected KEY=VALUE", a, v);
+		sbx__strv_push(&f->env, v);
+	} else if (!strcmp(a, "--label") || !strcmp(a, "-l")) {
+		if (!strchr(v, '=') || v[0] == '=')
+			return cli_usage_error(cmd, "%s '%s': expected KEY=VALUE", a, v);
+		sbx__strv_push(&f->labels, v);
+	} else if (!strcmp(a, "--workdir") || !strcmp(a, "-w")) {
+		if (v[0] != '/')
+			return cli_usage_error(cmd, "%s '%s': expected an absolute path", a, v);
+		f->o.workdir = v;
+	} else if (!strcmp(a, "--user") || !strcmp(a, "-u")) {
+		f->o.user = v;
+	} else if (!strcmp(a, "--ttl")) {
+		double s;
+		if (sbx__parse_duration(&s, v) < 0 || s < 1)
+			return cli_usage_error(cmd, "--ttl '%s': expected a duration like 30s, 10m or 2h", v);
+		f->o.ttl_s = (unsigned)s;
+	} else if (!strcmp(a, "--hostname")) {
+		f->o.hostname = v;
+	} else if (!strcmp(a, "--provider")) {
+		f->o.provider = v;
+	}
+	f->o.env = (const char *const *)f->env;
+	f->o.labels = (const char *const *)f->labels;
+	return 1;
+}

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cgroups for the local provider. Hosts differ: pure v2, pure v1, or hybrid
+ * (v1 controllers plus an empty v2 tree, as on this project's CI machines).
+ * We use v2 only when it actually has the memory and pids controllers, else
+ * v1. SBX_CGROUP=v1|v2|none overrides; SBX_CGROUP_PARENT names our group.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../util/alloc.h"
+#include "../../util/cleanup.h"
+#include "../../util/fs.h"
+#include "../../util/str.h"
+#include "local_int.h"
+
+static const char *const v1_names[CG_N] = { "memory", "pids", "cpu" };
+
+const char *sbx__cg_mode_name(enum cg_mode m)
+{
+	switch (m) {
+	case CG_V1: return "v1";
+	case CG_V2: return "v2";
+	case CG_NONE: return "none";
+	default: return "?";
+	}
+}
+
+/* Finds cgroup mounts in mountinfo: v1 per controller, and the v2 mount. */
+static void scan_mounts(char *v1[CG_N], char **v2)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	while (f && getline(&line, &cap, f) > 0) {
+		char *sep = strstr(line, " - ");
+		if (!sep)
+			continue;
+		char mnt[4096], fstype[64], src[256], opts[1024];
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
+		    sscanf(sep + 3, "%63s %255s %1023s", fstype, src, opts) != 3)
+			continue;
+		if (strcmp(fstype, "cgroup2") == 0 && !*v2) {
+			*v2 = xstrdup(mnt);
+			continue;
+		}
+		if (strcmp(fstype, "cgroup") != 0)
+			continue;
+		char *rest = opts, *o;
+		while ((o = strsep(&rest, ",")) != NULL)
+			for (int c = 0; c < CG_N; c++)
+				if (strcmp(o, v1_names[c]) == 0 && !v1[c])
+					v1[c] = xstrdup(mnt);
+	}
+	free(line);
+}
+
+static int v2_usable(const char *root)
+{
+	_cleanup_free_ char *p = xasprintf("%s/cgroup.controllers", root);
+	char *data = NULL;
+	size_t n;
+	if (sbx__read_file(&data, &n, p, 4096, NULL) < 0)
+		return 0;
+	int ok = strstr(data, "memory") && strstr(data, "pids");
+	free(data);
+	return ok;
+}
+
+static int write_str(const char *dir, const char *file, const char *val)
+{
+	_cleanup_free_ char *p = xasprintf("%s/%s", dir, file);
+	_cleanup_close_ int fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return sbx__write_all(fd, val, strlen(val));
+}
+
+int sbx__cg_detect(struct cg_layout *cg, sbx_error **err)
+{
+	memset(cg, 0, sizeof(*cg));
+	const char *parent = getenv("SBX_CGROUP_PARENT");
+	cg->parent = xstrdup(parent && *parent ? parent : "sbx");
+	const char *want = getenv("SBX_CGROUP");
+	char *v1[CG_N] = { 0 }, *v2 = NULL;
+	scan_mounts(v1, &v2);
+	enum cg_mode mode = CG_NONE;
+	if (want && strcmp(want, "none") == 0)
+		mode = CG_NONE;
+	else if (want && strcmp(want, "v2") == 0)
+		mode = v2 ? CG_V2 : CG_NONE;
+	else if (want && strcmp(want, "v1") == 0)
+		mode = v1[CG_MEMORY] && v1[CG_PIDS] ? CG_V1 : CG_NONE;
+	else if (v2 && v2_usable(v2))
+		mode = CG_V2;
+	else if (v1[CG_MEMORY] && v1[CG_PIDS])
+		mode = CG_V1;
+	if (want && *want && mode == CG_NONE && strcmp(want, "none") != 0) {
+		for (int c = 0; c < CG_N; c++)
+			free(v1[c]);
+		free(v2);
+		return sbx_error_set(err, -ENOSYS, "SBX_CGROUP=%s: that cgroup version is not mounted here", want);
+	}
+	cg->mode = mode;
+	if (mode == CG_V2) {
+		cg->root[0] = v2;
+		v2 = NULL;
+		_cleanup_free_ char *dir = xasprintf("%s/%s", cg->root[0], cg->parent);
+		mkdir(dir, 0755);
+		write_str(cg->root[0], "cgroup.subtree_control", "+memory +pids +cpu");
+		write_str(dir, "cgroup.subtree_control", "+memory +pids +cpu");
+	} else if (mode == CG_V1) {
+		for (int c = 0; c < CG_N; c++) {
+			cg->root[c] = v1[c];
+			v1[c] = NULL;
+			if (cg->root[c]) {
+				_cleanup_free_ char *dir = xasprintf("%s/%s", cg->root[c], cg->parent);
+				mkdir(dir, 0755);
+			}
+		}
+	}
+	for (int c = 0; c < CG_N; c++)
+		free(v1[c]);
+	free(v2);
+	return 0;
+}
+
+void sbx__cg_free(struct cg_layout *cg)
+{
+	for (int c = 0; c < CG_N; c++)
+		free(cg->root[c]);
+	free(cg->parent);
+	memset(cg, 0, sizeof(*cg));
+}
+
+/* The sandbox group directory of controller c (v2: one directory). */
+static char *group_dir(const struct cg_layout *cg, int c, const char *id)
+{
+	const char *root = cg->mode == CG_V2 ? cg->root[0] : cg->root[c];
+	if (!root || (cg->mode == CG_V2 && c != 0))
+		return NULL;
+	return xasprintf("%s/%s/%s", root, cg->parent, id);
+}
+
+static int set_limits(const struct cg_layout *cg, const char *id, const sbx_sandbox_opts *o,
+		      sbx_error **err)
+{
+	char v[64];
+	int r = 0;
+	_cleanup_free_ char *mem = group_dir(cg, CG_MEMORY, id);
+	_cleanup_free_ char *pids = cg->mode == CG_V2 ? xstrdup(mem) : group_dir(cg, CG_PIDS, id);
+	_cleanup_free_ char *cpu = cg->mode == CG_V2 ? xstrdup(mem) : group_dir(cg, CG_CPU, id);
+	unsigned pids_max = o->pids_max ? o->pids_max : 4096;
+	snprintf(v, sizeof(v), "%u", pids_max);
+	if (pids && (r = write_str(pids, "pids.max", v)) < 0)
+		return sbx_error_setsys(err, r, -r, "cgroup %s: set pids.max=%s", pids, v);
+	if (o->memory_mb && mem) {
+		uint64_t bytes = (uint64_t)o->memory_mb << 20;
+		snprintf(v, sizeof(v), "%" PRIu64, bytes);
+		if (cg->mode == CG_V2) {
+			r = write_str(mem, "memory.max", v);
+			write_str(mem, "memory.swap.max", "0");
+		} else {
+			r = write_str(mem, "memory.limit_in_bytes", v);
+			write_str(mem, "memory.memsw.limit_in_bytes", v);
+		}
+		if (r < 0)
+			return sbx_error_setsys(err, r, -r, "cgroup %s: set memory limit %s", mem, v);
+	}
+	if (o->cpus > 0 && cpu) {
+		long quota = (long)(o->cpus * 100000.0);
+		if (quota < 1000)
+			quota = 1000;
+		if (cg->mode == CG_V2) {
+			snprintf(v, sizeof(v), "%ld 100000", quota);
+			r = write_str(cpu, "cpu.max", v);
+		} else {
+			snprintf(v, sizeof(v), "%ld", quota);
+			r = write_str(cpu, "cpu.cfs_quota_us", v);
+		}
+		if (r < 0)
+			return sbx_error_setsys(err, r, -r, "cgroup %s: set cpu quota %s", cpu, v);
+	}
+	return 0;
+}
+
+int sbx__cg_create(const struct cg_layout *cg, const char *id, const sbx_sandbox_opts *o,
+		   sbx_error **err)
+{
+	if (cg->mode == CG_NONE) {
+		if (o->memory_mb || o->cpus > 0 || o->pids_max)
+			return sbx_error_set(err, -ENOSYS,
+					     "resource limits need cgroups, and none are usable here (SBX_CGROUP=none or not mounted)");
+		return 0;
+	}
+	for (int c = 0; c < CG_N; c++) {
+		_cleanup_free_ char *d = group_dir(cg, c, id);
+		if (d && mkdir(d, 0755) < 0 && errno != EEXIST)
+			return sbx_error_setsys(err, -errno, errno, "create cgroup %s", d);
+	}
+	return set_limits(cg, id, o, err);
+}
+
+int sbx__cg_attach(const struct cg_layout *cg, const char *id, pid_t pid, sbx_error **err)
+{
+	char v[32];
+	snprintf(v, sizeof(v), "%d", (int)pid);
+	for (int c = 0; c < CG_N; c++) {
+		_cleanup_free_ char *d = group_dir(cg, c, id);
+		if (!d)
+			continue;
+		int r = write_str(d, "cgroup.procs", v);
+		if (r < 0)
+			return sbx_error_setsys(err, r, -r, "move init into cgroup %s", d);
+	}
+	return 0;
+}
+
+int sbx__cg_exec_dirfd(const struct cg_layout *cg, const char *id)
+{
+	_cleanup_free_ char *d = group_dir(cg, cg->mode == CG_V2 ? 0 : CG_PIDS, id);
+	if (!d)
+		return -1;
+	return open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* Kills the processes listed in dir/cgroup.procs; returns how many were listed. */
+static int kill_procs(const char *dir)
+{
+	_cleanup_free_ char *p = xasprintf("%s/cgroup.procs", dir);
+	char *data = NULL;
+	size_t n;
+	if (sbx__read_file(&data, &n, p, 1 << 20, NULL) < 0)
+		return 0;
+	int count = 0;
+	char *rest = data, *line;
+	while ((line = strsep(&rest, "\n")) != NULL)
+		if (*line) {
+			kill((pid_t)strtol(line, NULL, 10), SIGKILL);
+			count++;
+		}
+	free(data);
+	return count;
+}
+
+/* Removes dir's child groups, then dir, retrying while processes die. */
+static int remove_group(const char *dir, sbx_error **err)
+{
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : sbx_error_setsys(err, -errno, errno, "open cgroup %s", dir);
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_type == DT_DIR && de->d_name[0] != '.') {
+			_cleanup_free_ char *sub = xasprintf("%s/%s", dir, de->d_name);
+			int r = remove_group(sub, err);
+			if (r < 0)
+				return r;
+		}
+	for (int i = 0; i < 2000; i++) {
+		if (rmdir(dir) == 0 || errno == ENOENT)
+			return 0;
+		if (errno != EBUSY)
+			break;
+		kill_procs(dir);
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	return sbx_error_setsys(err, -errno, errno, "remove cgroup %s", dir);
+}
+
+int sbx__cg_remove(const struct cg_layout *cg, const char *id, sbx_error **err)
+{
+	int ret = 0;
+	for (int c = 0; c < CG_N; c++) {
+		_cleanup_free_ char *d = group_dir(cg, c, id);
+		if (!d)
+			continue;
+		int r = remove_group(d, err);
+		if (r < 0 && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
+char **sbx__cg_list(const struct cg_layout *cg)
+{
+	char **ids = NULL;
+	for (int c = 0; c < CG_N; c++) {
+		const char *root = cg->mode == CG_V2 ? cg->root[0] : cg->root[c];
+		if (!root || (cg->mode == CG_V2 && c))
+			continue;
+		_cleanup_free_ char *dir = xasprintf("%s/%s", root, cg->parent);
+		_cleanup_closedir_ DIR *d = opendir(dir);
+		struct dirent *de;
+		while (d && (de = readdir(d)))
+			if (de->d_type == DT_DIR && strlen(de->d_name) == LOCAL_ID_LEN) {
+				int dup = 0;
+				for (size_t i = 0; ids && ids[i]; i++)
+					dup |= strcmp(ids[i], de->d_name) == 0;
+				if (!dup)
+					sbx__strv_push(&ids, de->d_name);
+			}
+	}
+	return ids;
+}

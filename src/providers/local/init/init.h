@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sbx-init: the static pid 1 of every local sandbox. It is exec'd by the host
+ * straight after clone (new mount/pid/net/uts/ipc namespaces), receives its
+ * configuration as one M_SETUP message on fd 3, builds the root file system,
+ * drops privileges, then serves exec and file requests on a control socket.
+ */
+#ifndef SBX_INIT_H
+#define SBX_INIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define INIT_MAX_LAYERS 128
+#define INIT_MAX_ENV 512
+
+struct init_cfg {
+	const char *id;
+	const char *layers[INIT_MAX_LAYERS]; /* bottom first */
+	int n_layers;
+	const char *upper_dir;   /* host dir holding upper/ and work/, or NULL for tmpfs */
+	const char *root_mnt;    /* host path where the overlay is mounted (our mount ns) */
+	const char *rw_mnt;      /* host path for the tmpfs holding upper/work */
+	uint64_t storage_mb;
+	uint64_t shm_mb;
+	const char *hostname;
+	int network_host;
+	const char *resolv;      /* resolv.conf content (may be empty) */
+	const char *seccomp;     /* raw BPF program */
+	size_t seccomp_len;
+	const char *workdir;
+	const char *user;
+	char *env[INIT_MAX_ENV]; /* base env, NULL-terminated, owned */
+	uint64_t ttl_ms;
+	int ctl_fd;              /* listening control socket */
+	int cg_fd;               /* pids (v1) or unified (v2) cgroup dir of this sandbox, or -1 */
+};
+
+/* rootfs.c: mounts, /dev, /proc masks, identity files, pivot_root. 0 or -errno, msg filled. */
+int init_rootfs(const struct init_cfg *cfg, char *msg, size_t msglen);
+/* caps.c: capability drop, no_new_privs, seccomp. 0 or -errno. */
+int init_harden(const struct init_cfg *cfg, char *msg, size_t msglen);
+/* net.c: bring loopback up. */
+int init_loopback_up(char *msg, size_t msglen);
+
+/* user.c: resolves "name|uid[:group|gid]" against the sandbox's /etc files. */
+struct init_user {
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[64];
+	int n_groups;
+	char home[256];
+};
+int init_user_resolve(struct init_user *u, const char *spec, char *msg, size_t msglen);
+
+/* loop.c: serves the control socket until the TTL ends or forever. */
+void init_loop(struct init_cfg *cfg) __attribute__((noreturn));
+
+/* Small helpers shared by the init files. */
+void init_fmt(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void init_append_errno(char *msg, size_t len, int e);
+uint64_t init_now_ms(void);
+
+#endif

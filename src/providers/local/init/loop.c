@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * init's event loop: one epoll over the control listener, client
+ * connections, a signalfd for SIGCHLD and a timerfd for exec deadlines and
+ * the sandbox TTL. Each exec owns one connection: M_EXEC in, M_STARTED and
+ * later M_EXITED out. A connection closed while its command runs kills the
+ * command's whole tree (its process group, and its pids sub-cgroup when it
+ * has a timeout), so a cancelled caller never leaves work running.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../proto.h"
+#include "spawn.h"
+
+#define MAX_EXECS 1024
+#define MAX_CONNS 1024
+
+enum { EV_LISTEN = 1, EV_SIGNAL, EV_TIMER, EV_CONN };
+
+struct exec {
+	int used;
+	pid_t pid;
+	int conn;              /* index in conns, or -1 once the caller left */
+	uint64_t deadline_ms;  /* 0 = none */
+	int timed_out;
+	int cg;                /* 1 when it has a sub-cgroup named e<pid> */
+};
+
+struct conn {
+	int fd;                /* -1 = free slot */
+	int exec;              /* index in execs, or -1 */
+};
+
+static struct init_cfg *cfg;
+static struct exec execs[MAX_EXECS];
+static struct conn conns[MAX_CONNS];
+static int epfd, sigfd, timfd;
+static uint64_t ttl_deadline;
+static char buf[SBX_MSG_MAX];
+
+static void ep_add(int fd, uint32_t kind, uint32_t idx)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = ((uint64_t)kind << 32) | idx };
+	epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static void cg_name(char *out, size_t n, pid_t pid)
+{
+	snprintf(out, n, "e%d", (int)pid);
+}
+
+/* Kills every process of an exec: its process group, then whatever is left in
+ * its sub-cgroup (processes that called setsid). */
+static void kill_tree(struct exec *e)
+{
+	kill(-e->pid, SIGKILL);
+	kill(e->pid, SIGKILL);
+	if (!e->cg || cfg->cg_fd < 0)
+		return;
+	char name[64];
+	cg_name(name, sizeof(name), e->pid);
+	snprintf(name + strlen(name), sizeof(name) - strlen(name), "/cgroup.procs");
+	for (int round = 0; round < 50; round++) {
+		int fd = openat(cfg->cg_fd, name, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		char pids[4096];
+		ssize_t n = read(fd, pids, sizeof(pids) - 1);
+		close(fd);
+		if (n <= 0)
+			return;
+		pids[n] = '\0';
+		for (char *p = pids, *line; (line = strsep(&p, "\n")) != NULL;)
+			if (*line)
+				kill((pid_t)strtol(line, NULL, 10), SIGKILL);
+	}
+}
+
+static void cg_remove(pid_t pid)
+{
+	char name[32];
+	cg_name(name, sizeof(name), pid);
+	unlinkat(cfg->cg_fd, name, AT_REMOVEDIR);
+}
+
+static void conn_close(int ci)
+{
+	struct conn *c = &conns[ci];
+	if (c->exec >= 0) {
+		struct exec *e = &execs[c->exec];
+		e->conn = -1;
+		kill_tree(e);
+	}
+	close(c->fd);
+	c->fd = -1;
+	c->exec = -1;
+}
+
+/* Every string allocated goes to store[] (*ns of them) for the caller to free. */
+static int parse_exec(struct spawn_req *q, uint64_t *timeout_ms, const char *m, size_t len,
+		      char **store, int *ns, int nstore)
+{
+	static char *argv[4096], *env[4096];
+	int na = 0, ne = 0;
+	size_t off = 0;
+	uint16_t tag;
+	const char *d;
+	uint32_t n;
+	int r;
+	memset(q, 0, sizeof(*q));
+	q->cwd = cfg->workdir ? cfg->workdir : "/";
+	q->user = cfg->user;
+	*timeout_ms = 0;
+	while ((r = sbx__msg_next(m, len, &off, &tag, &d, &n)) == 1) {
+		if (tag == T_TIMEOUT_MS) {
+			*timeout_ms = sbx__msg_u64(d, n);
+			continue;
+		}
+		if (tag != T_ARG && tag != T_ENV && tag != T_CWD && tag != T_USER)
+			continue;
+		if (*ns == nstore || na == 4095 || ne == 4095)
+			return -E2BIG;
+		char *s = malloc((size_t)n + 1);
+		if (!s)
+			return -ENOMEM;
+		memcpy(s, d, n);
+		s[n] = '\0';
+		store[(*ns)++] = s;
+		if (tag == T_ARG)
+			argv[na++] = s;
+		else if (tag == T_ENV)
+			env[ne++] = s;
+		else if (tag == T_CWD)
+			q->cwd = s;
+		else
+			q->user = s;
+	}
+	argv[na] = NULL;
+	env[ne] = NULL;
+	q->argv = argv;
+	q->extra_env = env;
+	q->base_env = cfg->env;
+	return r < 0 || na == 0 ? -EPROTO : 0;
+}
+
+static void reply_exec_error(int fd, int err, int exit_code, const char *msg)
+{
+	char b[1024];
+	struct sbx_msg m;
+	sbx__msg_init(&m, b, sizeof(b), M_ERROR);
+	sbx__msg_add_u64(&m, T_ERRNO, (uint64_t)err);
+	sbx__msg_add_str(&m, T_MSG, msg);
+	if (exit_code)
+		sbx__msg_add_u64(&m, T_STATUS, (uint64_t)exit_code);
+	sbx__msg_send(fd, &m, NULL, 0);
+}
+
+static void do_exec(int ci, const char *m, size_t len, int *fds, int nfds)
+{
+	struct conn *c = &conns[ci];
+	static char *store[8192];
+	int nstore = 0;
+	struct spawn_req q;
+	uint64_t timeout_ms;
+	char msg[768] = "";
+	int ei;
+	for (ei = 0; ei < MAX_EXECS && execs[ei].used; ei++)
+		;
+	int r = parse_exec(&q, &timeout_ms, m, len, store, &nstore, 8192);
+	if (r < 0 || nfds != 3 || c->exec >= 0 || ei == MAX_EXECS) {
+		reply_exec_error(c->fd, r < 0 ? -r : EBUSY, 0,
+				 r < 0 ? "malformed exec request" : "too many commands running");
+		goto out;
+	}
+	memcpy(q.fds, fds, sizeof(q.fds));
+	int procs = -1, made_cg = 0;
+	char name[64];
+	pid_t pid = 0;
+	int exit_code = 0;
+	if (timeout_ms && cfg->cg_fd >= 0) {
+		/* The cgroup is named after a placeholder until we know the pid;
+		 * a per-request counter keeps names unique. */
+		static unsigned seq;
+		snprintf(name, sizeof(name), "s%u", ++seq);
+		if (mkdirat(cfg->cg_fd, name, 0755) == 0) {
+			char p[96];
+			snprintf(p, sizeof(p), "%s/cgroup.procs", name);
+			procs = openat(cfg->cg_fd, p, O_WRONLY | O_CLOEXEC);
+			made_cg = procs >= 0;
+		}
+	}
+	r = spawn_command(&pid, &q, procs, msg, sizeof(msg), &exit_code);
+	if (procs >= 0)
+		close(procs);
+	if (r < 0) {
+		if (made_cg)
+			unlinkat(cfg->cg_fd, name, AT_REMOVEDIR);
+		reply_exec_error(c->fd, -r, exit_code, msg);
+		goto out;
+	}
+	if (made_cg) {
+		char final[32];
+		cg_name(final, sizeof(final), pid);
+		made_cg = renameat(cfg->cg_fd, name, cfg->cg_fd, final) == 0;
+		if (!made_cg)
+			unlinkat(cfg->cg_fd, name, AT_REMOVEDIR);
+	}
+	execs[ei] = (struct exec){ .used = 1, .pid = pid, .conn = ci, .cg = made_cg,
+				   .deadline_ms = timeout_ms ? init_now_ms() + timeout_ms : 0 };
+	c->exec = ei;
+	char b[64];
+	struct sbx_msg sm;
+	sbx__msg_init(&sm, b, sizeof(b), M_STARTED);
+	sbx__msg_add_u64(&sm, T_PID, (uint64_t)pid);
+	sbx__msg_send(c->fd, &sm, NULL, 0);
+out:
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	for (int i = 0; i < nstore; i++)
+		free(store[i]);
+}
+
+static void handle_conn(int ci)
+{
+	struct conn *c = &conns[ci];
+	int fds[SBX_MSG_MAX_FDS], nfds = 0;
+	long n = sbx__msg_recv(c->fd, buf, sizeof(buf), fds, &nfds);
+	if (n <= 0) {
+		if (n == -EAGAIN)
+			return;
+		conn_close(ci);
+		return;
+	}
+	switch (sbx__msg_type(buf)) {
+	case M_EXEC:
+		do_exec(ci, buf, (size_t)n, fds, nfds);
+		return;
+	case M_SIGNAL: {
+		size_t off = 0;
+		uint16_t tag;
+		const char *d;
+		uint32_t dl;
+		while (sbx__msg_next(buf, (size_t)n, &off, &tag, &d, &dl) == 1)
+			if (tag == T_SIGNAL && c->exec >= 0)
+				kill(execs[c->exec].pid, (int)sbx__msg_u64(d, dl));
+		break;
+	}
+	case M_ROOTFD: {
+		int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (root < 0) {
+			sbx__msg_send_error(c->fd, errno, "open sandbox root");
+			break;
+		}
+		sbx__msg_send_simple(c->fd, M_OK, &root, 1);
+		close(root);
+		break;
+	}
+	case M_SET_TTL: {
+		size_t off = 0;
+		uint16_t tag;
+		const char *d;
+		uint32_t dl;
+		while (sbx__msg_next(buf, (size_t)n, &off, &tag, &d, &dl) == 1)
+			if (tag == T_TTL_MS) {
+				uint64_t ttl = sbx__msg_u64(d, dl);
+				ttl_deadline = ttl ? init_now_ms() + ttl : 0;
+			}
+		sbx__msg_send_simple(c->fd, M_OK, NULL, 0);
+		break;
+	}
+	case M_PING:
+		sbx__msg_send_simple(c->fd, M_OK, NULL, 0);
+		break;
+	default:
+		sbx__msg_send_error(c->fd, EPROTO, "unknown request");
+		break;
+	}
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+}
+
+static void accept_all(void)
+{
+	for (;;) {
+		int fd = accept4(cfg->ctl_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			return;
+		int ci;
+		for (ci = 0; ci < MAX_CONNS && conns[ci].fd >= 0; ci++)
+			;
+		if (ci == MAX_CONNS) {
+			close(fd);
+			continue;
+		}
+		conns[ci] = (struct conn){ .fd = fd, .exec = -1 };
+		ep_add(fd, EV_CONN, (uint32_t)ci);
+	}
+}
+
+static void send_exited(struct exec *e, int status)
+{
+	if (e->conn < 0)
+		return;
+	char b[64];
+	struct sbx_msg m;
+	sbx__msg_init(&m, b, sizeof(b), M_EXITED);
+	sbx__msg_add_u64(&m, T_STATUS, (uint64_t)status);
+	sbx__msg_add_u64(&m, T_TIMED_OUT, (uint64_t)e->timed_out);
+	sbx__msg_send(conns[e->conn].fd, &m, NULL, 0);
+	conns[e->conn].exec = -1;
+}
+
+static void reap(void)
+{
+	struct signalfd_siginfo si;
+	while (read(sigfd, &si, sizeof(si)) == sizeof(si))
+		;
+	int status;
+	pid_t pid;
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (int i = 0; i < MAX_EXECS; i++) {
+			struct exec *e = &execs[i];
+			if (!e->used || e->pid != pid)
+				continue;
+			/* A command timed out: finish off anything it left behind. */
+			if (e->timed_out)
+				kill_tree(e);
+			send_exited(e, status);
+			if (e->cg)
+				cg_remove(pid);
+			e->used = 0;
+		}
+	}
+}
+
+static void on_timer(void)
+{
+	uint64_t x;
+	while (read(timfd, &x, sizeof(x)) == sizeof(x))
+		;
+	uint64_t now = init_now_ms();
+	if (ttl_deadline && now >= ttl_deadline)
+		_exit(0); /* pid 1 exits: the kernel kills the whole sandbox */
+	for (int i = 0; i < MAX_EXECS; i++) {
+		struct exec *e = &execs[i];
+		if (e->used && e->deadline_ms && now >= e->deadline_ms && !e->timed_out) {
+			e->timed_out = 1;
+			kill_tree(e);
+		}
+	}
+}
+
+static void arm_timer(void)
+{
+	uint64_t next = ttl_deadline;
+	for (int i = 0; i < MAX_EXECS; i++)
+		if (execs[i].used && execs[i].deadline_ms && !execs[i].timed_out &&
+		    (!next || execs[i].deadline_ms < next))
+			next = execs[i].deadline_ms;
+	struct itimerspec its = { 0 };
+	if (next) {
+		its.it_value.tv_sec = (time_t)(next / 1000);
+		its.it_value.tv_nsec = (long)(next % 1000) * 1000000L;
+		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+			its.it_value.tv_nsec = 1;
+	}
+	timerfd_settime(timfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+void init_loop(struct init_cfg *c)
+{
+	cfg = c;
+	for (int i = 0; i < MAX_CONNS; i++)
+		conns[i] = (struct conn){ .fd = -1, .exec = -1 };
+	ttl_deadline = cfg->ttl_ms ? init_now_ms() + cfg->ttl_ms : 0;
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	sigaction(SIGPIPE, &ign, NULL);
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	timfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (epfd < 0 || sigfd < 0 || timfd < 0)
+		_exit(4);
+	fcntl(cfg->ctl_fd, F_SETFL, O_NONBLOCK);
+	ep_add(cfg->ctl_fd, EV_LISTEN, 0);
+	ep_add(sigfd, EV_SIGNAL, 0);
+	ep_add(timfd, EV_TIMER, 0);
+	for (;;) {
+		arm_timer();
+		struct epoll_event evs[64];
+		int n = epoll_wait(epfd, evs, 64, -1);
+		for (int i = 0; i < n; i++) {
+			uint32_t kind = (uint32_t)(evs[i].data.u64 >> 32);
+			uint32_t idx = (uint32_t)evs[i].data.u64;
+			switch (kind) {
+			case EV_LISTEN: accept_all(); break;
+			case EV_SIGNAL: reap(); break;
+			case EV_TIMER: on_timer(); break;
+			case EV_CONN:
+				if (conns[idx].fd >= 0)
+					handle_conn((int)idx);
+				break;
+			default: break;
+			}
+		}
+	}
+}

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sbx-init entry: read M_SETUP from fd 3, build the sandbox, report M_READY
+ * (or M_ERROR with the reason), then serve requests. Runs as pid 1 of the
+ * sandbox's pid namespace; when it exits the kernel kills everything inside.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../proto.h"
+#include "init.h"
+
+#define SYNC_FD 3
+
+void init_fmt(char *msg, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, len, fmt, ap);
+	va_end(ap);
+}
+
+void init_append_errno(char *msg, size_t len, int e)
+{
+	size_t n = strlen(msg);
+	if (n < len)
+		snprintf(msg + n, len - n, ": %s", strerror(e));
+}
+
+uint64_t init_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Record bodies are not NUL-terminated; copy each into a malloc'd string. */
+static char *dupz(const char *d, uint32_t n)
+{
+	char *s = malloc((size_t)n + 1);
+	if (!s)
+		_exit(70);
+	memcpy(s, d, n);
+	s[n] = '\0';
+	return s;
+}
+
+static int parse_setup(struct init_cfg *cfg, const char *buf, size_t len)
+{
+	size_t off = 0;
+	uint16_t tag;
+	const char *d;
+	uint32_t n;
+	int nenv = 0, r;
+	while ((r = sbx__msg_next(buf, len, &off, &tag, &d, &n)) == 1) {
+		switch (tag) {
+		case T_ID: cfg->id = dupz(d, n); break;
+		case T_LAYER:
+			if (cfg->n_layers == INIT_MAX_LAYERS)
+				return -E2BIG;
+			cfg->layers[cfg->n_layers++] = dupz(d, n);
+			break;
+		case T_UPPER_DIR: cfg->upper_dir = dupz(d, n); break;
+		case T_ROOT_MNT: cfg->root_mnt = dupz(d, n); break;
+		case T_RW_MNT: cfg->rw_mnt = dupz(d, n); break;
+		case T_STORAGE_MB: cfg->storage_mb = sbx__msg_u64(d, n); break;
+		case T_SHM_MB: cfg->shm_mb = sbx__msg_u64(d, n); break;
+		case T_HOSTNAME: cfg->hostname = dupz(d, n); break;
+		case T_NETWORK: cfg->network_host = sbx__msg_u64(d, n) == 1; break;
+		case T_RESOLV: cfg->resolv = dupz(d, n); break;
+		case T_SECCOMP: cfg->seccomp = d; cfg->seccomp_len = n; break;
+		case T_WORKDIR: cfg->workdir = dupz(d, n); break;
+		case T_USER: cfg->user = dupz(d, n); break;
+		case T_TTL_MS: cfg->ttl_ms = sbx__msg_u64(d, n); break;
+		case T_ENV:
+			if (nenv == INIT_MAX_ENV - 1)
+				return -E2BIG;
+			cfg->env[nenv++] = dupz(d, n);
+			break;
+		default: break;
+		}
+	}
+	cfg->env[nenv] = NULL;
+	if (r < 0 || !cfg->root_mnt || !cfg->rw_mnt || !cfg->hostname)
+		return -EPROTO;
+	return 0;
+}
+
+static void mkdir_p(const char *path)
+{
+	char p[4096];
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = '\0';
+			mkdir(p, 0755);
+			*s = '/';
+		}
+	mkdir(p, 0755);
+}
+
+static void fail(const char *msg, int err) __attribute__((noreturn));
+static void fail(const char *msg, int err)
+{
+	sbx__msg_send_error(SYNC_FD, err, msg);
+	_exit(1);
+}
+
+int main(void)
+{
+	static char buf[SBX_MSG_MAX];
+	static struct init_cfg cfg;
+	char msg[768] = "";
+	int fds[SBX_MSG_MAX_FDS], nfds = 0;
+
+	/* The host may be a threaded program with fds it forgot to mark CLOEXEC. */
+	syscall(SYS_close_range, SYNC_FD + 1, ~0U, 0);
+	long n = sbx__msg_recv(SYNC_FD, buf, sizeof(buf), fds, &nfds);
+	if (n <= 0 || sbx__msg_type(buf) != M_SETUP || nfds < 1)
+		_exit(2); /* the host went away before sending the setup */
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.ctl_fd = fds[0];
+	cfg.cg_fd = nfds > 1 ? fds[1] : -1;
+	int r = parse_setup(&cfg, buf, (size_t)n);
+	if (r < 0)
+		fail("malformed setup message", -r);
+	if ((r = init_rootfs(&cfg, msg, sizeof(msg))) < 0)
+		fail(msg, -r);
+	if (sethostname(cfg.hostname, strlen(cfg.hostname)) < 0)
+		fail("sethostname", errno);
+	if (!cfg.network_host && (r = init_loopback_up(msg, sizeof(msg))) < 0)
+		fail(msg, -r);
+	/* The host placed us in our cgroups before M_SETUP; make them our root. */
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		fail("unshare cgroup namespace", errno);
+	if (cfg.workdir)
+		mkdir_p(cfg.workdir);
+	int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (adj >= 0) {
+		/* Make a memory hog, not init, the OOM killer's choice. */
+		if (write(adj, "-500", 4) < 0)
+			(void)0;
+		close(adj);
+	}
+	if ((r = init_harden(&cfg, msg, sizeof(msg))) < 0)
+		fail(msg, -r);
+	if (sbx__msg_send_simple(SYNC_FD, M_READY, NULL, 0) < 0)
+		_exit(3);
+	close(SYNC_FD);
+	init_loop(&cfg);
+}

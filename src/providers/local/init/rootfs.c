@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sandbox root, built inside init's private mount namespace: a tmpfs
+ * (size = storage cap) holding overlay upper/work, the overlay over the
+ * image layers, /proc with Docker's masks, a minimal /dev, read-only /sys,
+ * identity files, then pivot_root. Nothing here is visible on the host, and
+ * all of it disappears with the namespace.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include <linux/mount.h>
+
+#include "init.h"
+
+#define FAIL(...)                                   \
+	do {                                        \
+		int e_ = errno;                     \
+		init_fmt(msg, msglen, __VA_ARGS__); \
+		init_append_errno(msg, msglen, e_); \
+		return -e_;                         \
+	} while (0)
+
+static int mount_overlay_fsapi(const struct init_cfg *cfg, const char *upper, const char *work)
+{
+	int fs = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -errno;
+	int r = 0;
+	/* lowerdir+ lists the top layer first; ours are bottom first. */
+	for (int i = cfg->n_layers - 1; i >= 0 && r == 0; i--)
+		if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "lowerdir+", cfg->layers[i], 0) < 0)
+			r = -errno;
+	if (r == 0 && (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0 ||
+		       syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "workdir", work, 0) < 0 ||
+		       syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0))
+		r = -errno;
+	if (r == 0) {
+		int mfd = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV);
+		if (mfd < 0 || syscall(SYS_move_mount, mfd, "", AT_FDCWD, cfg->root_mnt,
+				       MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			r = -errno;
+		if (mfd >= 0)
+			close(mfd);
+	}
+	close(fs);
+	return r;
+}
+
+static int mount_overlay_legacy(const struct init_cfg *cfg, const char *upper, const char *work)
+{
+	size_t cap = 256 + strlen(upper) + strlen(work);
+	for (int i = 0; i < cfg->n_layers; i++)
+		cap += strlen(cfg->layers[i]) + 1;
+	char *opts = malloc(cap);
+	if (!opts)
+		return -ENOMEM;
+	size_t off = (size_t)snprintf(opts, cap, "lowerdir=");
+	for (int i = cfg->n_layers - 1; i >= 0; i--)
+		off += (size_t)snprintf(opts + off, cap - off, "%s%s", cfg->layers[i], i ? ":" : "");
+	snprintf(opts + off, cap - off, ",upperdir=%s,workdir=%s", upper, work);
+	int r = mount("overlay", cfg->root_mnt, "overlay", MS_NODEV, opts) < 0 ? -errno : 0;
+	free(opts);
+	return r;
+}
+
+static int make_rw(const struct init_cfg *cfg, char *upper, char *work, size_t n, char *msg,
+		   size_t msglen)
+{
+	const char *base = cfg->upper_dir;
+	if (!base) {
+		char opts[64];
+		snprintf(opts, sizeof(opts), "mode=0755,size=%llum",
+			 (unsigned long long)(cfg->storage_mb ? cfg->storage_mb : 10240));
+		if (mount("sbx-rw", cfg->rw_mnt, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+			FAIL("mount tmpfs for the writable layer on %s", cfg->rw_mnt);
+		base = cfg->rw_mnt;
+	}
+	snprintf(upper, n, "%s/upper", base);
+	snprintf(work, n, "%s/work", base);
+	if ((mkdir(upper, 0755) < 0 && errno != EEXIST) || (mkdir(work, 0700) < 0 && errno != EEXIST))
+		FAIL("create %s/upper and work", base);
+	return 0;
+}
+
+static void ensure_dir(const char *p, mode_t mode)
+{
+	if (mkdir(p, mode) == 0 && (mode & 07000))
+		chmod(p, mode);
+}
+
+static int setup_dev(char *msg, size_t msglen)
+{
+	if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=64k") < 0)
+		FAIL("mount /dev");
+	static const struct { const char *name; unsigned maj, min; } nodes[] = {
+		{ "dev/null", 1, 3 }, { "dev/zero", 1, 5 }, { "dev/full", 1, 7 },
+		{ "dev/random", 1, 8 }, { "dev/urandom", 1, 9 }, { "dev/tty", 5, 0 },
+	};
+	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+		if (mknod(nodes[i].name, S_IFCHR | 0666, makedev(nodes[i].maj, nodes[i].min)) < 0)
+			FAIL("mknod %s", nodes[i].name);
+		chmod(nodes[i].name, 0666);
+	}
+	mkdir("dev/pts", 0755);
+	mkdir("dev/shm", 01777);
+	if (mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		  "newinstance,ptmxmode=0666,mode=0620") < 0)
+		FAIL("mount /dev/pts");
+	static const char *links[][2] = {
+		{ "pts/ptmx", "dev/ptmx" }, { "/proc/self/fd", "dev/fd" },
+		{ "/proc/self/fd/0", "dev/stdin" }, { "/proc/self/fd/1", "dev/stdout" },
+		{ "/proc/self/fd/2", "dev/stderr" },
+	};
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)
+		if (symlink(links[i][0], links[i][1]) < 0)
+			FAIL("symlink %s", links[i][1]);
+	return 0;
+}
+
+static int setup_shm(const struct init_cfg *cfg, char *msg, size_t msglen)
+{
+	char opts[64];
+	snprintf(opts, sizeof(opts), "mode=1777,size=%llum",
+		 (unsigned long long)(cfg->shm_mb ? cfg->shm_mb : 64));
+	if (mount("shm", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+		FAIL("mount /dev/shm");
+	return 0;
+}
+
+/* Docker's masked and read-only /proc paths. Missing ones are skipped. */
+static int mask_proc(char *msg, size_t msglen)
+{
+	static const char *masked[] = { "proc/kcore", "proc/keys", "proc/timer_list",
+					"proc/sched_debug", "proc/sysrq-trigger" };
+	static const char *ro[] = { "proc/sys", "proc/irq", "proc/bus", "proc/fs" };
+	for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++) {
+		if (access(masked[i], F_OK) != 0)
+			continue;
+		if (mount("dev/null", masked[i], NULL, MS_BIND, NULL) < 0)
+			FAIL("mask %s", masked[i]);
+	}
+	for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {
+		if (access(ro[i], F_OK) != 0)
+			continue;
+		if (mount(ro[i], ro[i], NULL, MS_BIND | MS_REC, NULL) < 0 ||
+		    mount(NULL, ro[i], NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  NULL) < 0)
+			FAIL("read-only %s", ro[i]);
+	}
+	return 0;
+}
+
+static int write_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	size_t n = strlen(text);
+	ssize_t w = write(fd, text, n);
+	close(fd);
+	return w == (ssize_t)n ? 0 : -EIO;
+}
+
+static int identity_files(const struct init_cfg *cfg, char *msg, size_t msglen)
+{
+	char buf[512];
+	ensure_dir("etc", 0755);
+	/* An image's /etc/resolv.conf or hosts may be a symlink; replace, never follow. */
+	unlink("etc/hostname");
+	unlink("etc/hosts");
+	snprintf(buf, sizeof(buf), "%s\n", cfg->hostname);
+	if (write_text("etc/hostname", buf) < 0)
+		FAIL("write /etc/hostname");
+	snprintf(buf, sizeof(buf),
+		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n",
+		 cfg->hostname);
+	if (write_text("etc/hosts", buf) < 0)
+		FAIL("write /etc/hosts");
+	if (cfg->network_host || access("etc/resolv.conf", F_OK) != 0) {
+		unlink("etc/resolv.conf");
+		if (write_text("etc/resolv.conf", cfg->resolv ? cfg->resolv : "") < 0)
+			FAIL("write /etc/resolv.conf");
+	}
+	return 0;
+}
+
+int init_rootfs(const struct init_cfg *cfg, char *msg, size_t msglen)
+{
+	char upper[4096], work[4096];
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		FAIL("make mounts private");
+	int r = make_rw(cfg, upper, work, sizeof(upper), msg, msglen);
+	if (r < 0)
+		return r;
+	if (cfg->n_layers < 1) {
+		init_fmt(msg, msglen, "image has no layers");
+		return -EINVAL;
+	}
+	r = mount_overlay_fsapi(cfg, upper, work);
+	if (r < 0 && (r = mount_overlay_legacy(cfg, upper, work)) < 0) {
+		errno = -r;
+		FAIL("mount overlay (%d layers) on %s", cfg->n_layers, cfg->root_mnt);
+	}
+	if (chdir(cfg->root_mnt) < 0)
+		FAIL("chdir %s", cfg->root_mnt);
+	ensure_dir("proc", 0555);
+	ensure_dir("dev", 0755);
+	ensure_dir("sys", 0555);
+	ensure_dir("tmp", 01777);
+	if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		FAIL("mount /proc");
+	if ((r = setup_dev(msg, msglen)) < 0 || (r = setup_shm(cfg, msg, msglen)) < 0 ||
+	    (r = mask_proc(msg, msglen)) < 0)
+		return r;
+	/* sysfs needs a net namespace we own; with network=host it shows the host's. */
+	if (!cfg->network_host)
+		mount("sysfs", "sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	if ((r = identity_files(cfg, msg, msglen)) < 0)
+		return r;
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		FAIL("pivot_root");
+	if (umount2(".", MNT_DETACH) < 0)
+		FAIL("detach old root");
+	if (chdir("/") < 0)
+		FAIL("chdir /");
+	return 0;
+}

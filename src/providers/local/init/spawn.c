@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Starting one command inside the sandbox. init prepares everything (argv,
+ * env, user, executable path) in its normal context, then uses a vfork-style
+ * clone: the child shares init's memory until execve, so starting a command
+ * costs no page-table copy. The child only makes system calls.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <grp.h>
+
+#include "spawn.h"
+
+struct child_args {
+	const struct spawn_req *req;
+	char **envp;
+	const struct init_user *user;
+	const char *path;
+	int cg_procs_fd;
+	volatile int err;      /* errno of the failing step, written by the child */
+	volatile int phase;    /* 1 = chdir, 2 = credentials, 3 = execve */
+};
+
+static int child_main(void *arg)
+{
+	struct child_args *a = arg;
+	const struct spawn_req *q = a->req;
+	/* init ignores SIGPIPE and blocks SIGCHLD; commands get the defaults.
+	 * Without CLONE_SIGHAND the child has its own disposition table. */
+	sigset_t none;
+	sigemptyset(&none);
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigaction(SIGPIPE, &dfl, NULL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	setsid();
+	if (a->cg_procs_fd >= 0)
+		(void)!write(a->cg_procs_fd, "0", 1);
+	int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (adj >= 0) {
+		(void)!write(adj, "0", 1);
+		close(adj);
+	}
+	if (dup2(q->fds[0], 0) < 0 || dup2(q->fds[1], 1) < 0 || dup2(q->fds[2], 2) < 0)
+		goto fail_creds;
+	a->phase = 2;
+	if (syscall(SYS_setgroups, a->user->n_groups, a->user->groups) < 0 ||
+	    syscall(SYS_setresgid, a->user->gid, a->user->gid, a->user->gid) < 0 ||
+	    syscall(SYS_setresuid, a->user->uid, a->user->uid, a->user->uid) < 0)
+		goto fail_creds;
+	a->phase = 1;
+	if (chdir(q->cwd) < 0)
+		goto fail;
+	a->phase = 3;
+	execve(a->path, q->argv, a->envp);
+fail:
+	a->err = errno;
+	_exit(127);
+fail_creds:
+	a->phase = 2;
+	a->err = errno;
+	_exit(127);
+}
+
+/* PATH lookup done by init, as the shell would, but before the fork. */
+static int find_exec(char *out, size_t n, const char *cmd, char *const *envp)
+{
+	if (strchr(cmd, '/')) {
+		snprintf(out, n, "%s", cmd);
+		return 0;
+	}
+	const char *path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	for (int i = 0; envp[i]; i++)
+		if (strncmp(envp[i], "PATH=", 5) == 0)
+			path = envp[i] + 5;
+	int seen_eacces = 0;
+	while (*path) {
+		size_t len = strcspn(path, ":");
+		snprintf(out, n, "%.*s/%s", (int)len, len ? path : ".", cmd);
+		struct stat st;
+		if (stat(out, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (access(out, X_OK) == 0)
+				return 0;
+			seen_eacces = 1;
+		}
+		path += len;
+		if (*path == ':')
+			path++;
+	}
+	return seen_eacces ? -EACCES : -ENOENT;
+}
+
+static int env_find(char **env, int n, const char *kv)
+{
+	size_t k = strcspn(kv, "=");
+	for (int i = 0; i < n; i++)
+		if (strncmp(env[i], kv, k) == 0 && env[i][k] == '=')
+			return i;
+	return -1;
+}
+
+/* base + extra (extra wins), then HOME and PATH defaults. Pointers are borrowed
+ * except *home_out, which the caller frees. */
+static char **merge_env(const struct spawn_req *q, const struct init_user *u, char **home_out)
+{
+	int nb = 0, ne = 0;
+	while (q->base_env && q->base_env[nb])
+		nb++;
+	while (q->extra_env && q->extra_env[ne])
+		ne++;
+	char **env = calloc((size_t)(nb + ne + 3), sizeof(*env));
+	if (!env)
+		return NULL;
+	int n = 0;
+	for (int i = 0; i < nb; i++) {
+		int j = env_find(env, n, q->base_env[i]);
+		env[j >= 0 ? j : n++] = q->base_env[i];
+	}
+	for (int i = 0; i < ne; i++) {
+		int j = env_find(env, n, q->extra_env[i]);
+		env[j >= 0 ? j : n++] = q->extra_env[i];
+	}
+	*home_out = NULL;
+	if (env_find(env, n, "HOME=") < 0 && asprintf(home_out, "HOME=%s", u->home) > 0)
+		env[n++] = *home_out;
+	if (env_find(env, n, "PATH=") < 0)
+		env[n++] = (char *)"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	env[n] = NULL;
+	return env;
+}
+
+int spawn_command(pid_t *pid_out, const struct spawn_req *q, int cg_procs_fd, char *msg,
+		  size_t msglen, int *exit_code)
+{
+	static char stack[256 * 1024] __attribute__((aligned(16)));
+	struct init_user user;
+	*exit_code = 0;
+	int r = init_user_resolve(&user, q->user, msg, msglen);
+	if (r < 0)
+		return r;
+	char *home = NULL;
+	char **envp = merge_env(q, &user, &home);
+	if (!envp)
+		return -ENOMEM;
+	char path[4096];
+	r = find_exec(path, sizeof(path), q->argv[0], envp);
+	if (r < 0) {
+		init_fmt(msg, msglen, "%s: %s", q->argv[0],
+			 r == -ENOENT ? "command not found" : "permission denied");
+		*exit_code = r == -ENOENT ? 127 : 126;
+		free(envp);
+		free(home);
+		return r;
+	}
+	struct child_args a = { .req = q, .envp = envp, .user = &user, .path = path,
+				.cg_procs_fd = cg_procs_fd };
+	pid_t pid = clone(child_main, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+	/* The child has exec'd or exited: its view of our memory is gone. */
+	free(envp);
+	free(home);
+	if (pid < 0) {
+		init_fmt(msg, msglen, "fork: %s", strerror(errno));
+		return -errno;
+	}
+	if (a.err) {
+		int e = a.err;
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		switch (a.phase) {
+		case 1:
+			init_fmt(msg, msglen, "cwd %s: %s", q->cwd, strerror(e));
+			break;
+		case 2:
+			init_fmt(msg, msglen, "switch to user %s: %s", q->user ? q->user : "root", strerror(e));
+			break;
+		default:
+			init_fmt(msg, msglen, "%s: %s", q->argv[0], strerror(e));
+			*exit_code = e == ENOENT ? 127 : 126;
+			break;
+		}
+		return -e;
+	}
+	*pid_out = pid;
+	return 0;
+}

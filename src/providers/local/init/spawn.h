@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* One command start inside the sandbox (see spawn.c). */
+#ifndef SBX_INIT_SPAWN_H
+#define SBX_INIT_SPAWN_H
+
+#include <sys/wait.h>
+#include "init.h"
+
+struct spawn_req {
+	char **argv;
+	char **base_env;  /* sandbox env (image + spec), NULL-terminated */
+	char **extra_env; /* this exec's env, overrides base */
+	const char *cwd;
+	const char *user;
+	int fds[3];
+};
+
+/* Starts q. On failure returns -errno with msg set; *exit_code is 127/126 when
+ * the failure is "command not found/not executable" (a result, not an error). */
+int spawn_command(pid_t *pid_out, const struct spawn_req *q, int cg_procs_fd, char *msg,
+		  size_t msglen, int *exit_code);
+
+#endif

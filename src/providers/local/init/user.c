@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * User resolution inside the sandbox, reading its own /etc/passwd and
+ * /etc/group (a static binary has no NSS, and the host's databases are the
+ * wrong ones anyway).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "init.h"
+
+static int is_num(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return 0;
+	return 1;
+}
+
+/* Splits a passwd/group line into up to n fields in place. */
+static int split(char *line, char **f, int n)
+{
+	int k = 0;
+	line[strcspn(line, "\n")] = '\0';
+	f[k++] = line;
+	for (char *p = line; *p && k < n; p++)
+		if (*p == ':') {
+			*p = '\0';
+			f[k++] = p + 1;
+		}
+	return k;
+}
+
+static int find_group(const char *name_or_id, gid_t *gid)
+{
+	if (is_num(name_or_id)) {
+		*gid = (gid_t)strtoul(name_or_id, NULL, 10);
+		return 0;
+	}
+	FILE *f = fopen("/etc/group", "re");
+	if (!f)
+		return -ENOENT;
+	char line[4096];
+	int r = -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		char *fl[4];
+		if (split(line, fl, 4) >= 3 && strcmp(fl[0], name_or_id) == 0) {
+			*gid = (gid_t)strtoul(fl[2], NULL, 10);
+			r = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return r;
+}
+
+static void supplementary(struct init_user *u, const char *name)
+{
+	u->n_groups = 0;
+	u->groups[u->n_groups++] = u->gid;
+	FILE *f = fopen("/etc/group", "re");
+	if (!f || !name)
+		goto out;
+	char line[4096];
+	while (fgets(line, sizeof(line), f) && u->n_groups < 64) {
+		char *fl[4];
+		if (split(line, fl, 4) < 4)
+			continue;
+		gid_t g = (gid_t)strtoul(fl[2], NULL, 10);
+		char *rest = fl[3], *m;
+		while ((m = strsep(&rest, ",")) != NULL)
+			if (strcmp(m, name) == 0 && g != u->gid && u->n_groups < 64)
+				u->groups[u->n_groups++] = g;
+	}
+out:
+	if (f)
+		fclose(f);
+}
+
+int init_user_resolve(struct init_user *u, const char *spec, char *msg, size_t msglen)
+{
+	char buf[256];
+	if (!spec || !*spec)
+		spec = "root";
+	if (strlen(spec) >= sizeof(buf)) {
+		init_fmt(msg, msglen, "user '%.32s...' too long", spec);
+		return -EINVAL;
+	}
+	memcpy(buf, spec, strlen(spec) + 1);
+	char *grp = strchr(buf, ':');
+	if (grp)
+		*grp++ = '\0';
+	memset(u, 0, sizeof(*u));
+	snprintf(u->home, sizeof(u->home), "/");
+	int found = 0;
+	char name[128] = "";
+	FILE *f = fopen("/etc/passwd", "re");
+	if (f) {
+		char line[4096];
+		while (fgets(line, sizeof(line), f)) {
+			char *fl[7];
+			if (split(line, fl, 7) < 6)
+				continue;
+			if (is_num(buf) ? strcmp(fl[2], buf) == 0 : strcmp(fl[0], buf) == 0) {
+				u->uid = (uid_t)strtoul(fl[2], NULL, 10);
+				u->gid = (gid_t)strtoul(fl[3], NULL, 10);
+				snprintf(u->home, sizeof(u->home), "%s", fl[5]);
+				snprintf(name, sizeof(name), "%s", fl[0]);
+				found = 1;
+				break;
+			}
+		}
+		fclose(f);
+	}
+	if (!found) {
+		if (!is_num(buf)) {
+			init_fmt(msg, msglen, "user '%s' not found in the sandbox's /etc/passwd", buf);
+			return -ENOENT;
+		}
+		u->uid = (uid_t)strtoul(buf, NULL, 10);
+		u->gid = 0;
+	}
+	if (grp && find_group(grp, &u->gid) < 0) {
+		init_fmt(msg, msglen, "group '%s' not found in the sandbox's /etc/group", grp);
+		return -ENOENT;
+	}
+	supplementary(u, found ? name : NULL);
+	return 0;
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/* Private to the local provider: host-side structures shared by its files. */
+#ifndef SBX_LOCAL_INT_H
+#define SBX_LOCAL_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <sbx/sys/provider.h>
+
+#define LOCAL_ID_LEN 12
+
+enum cg_mode { CG_NONE = 0, CG_V1 = 1, CG_V2 = 2 };
+enum cg_ctrl { CG_MEMORY, CG_PIDS, CG_CPU, CG_N };
+
+struct cg_layout {
+	enum cg_mode mode;
+	char *root[CG_N];   /* v1: mount point per controller; v2: the unified mount in [0] */
+	char *parent;       /* our parent group name below each root ("sbx") */
+};
+
+struct local_ctx {
+	sbx_runtime *rt;
+	char *dir;          /* <state>/local */
+	struct cg_layout cg;
+};
+
+struct local_sb {
+	struct local_ctx *ctx;
+	char id[LOCAL_ID_LEN + 1];
+	char *dir;          /* <state>/local/<id> */
+	pid_t pid;          /* init, host pid */
+	uint64_t start;     /* init's start time (clock ticks) against pid reuse */
+	int pidfd;          /* -1 if unavailable */
+	int is_child;       /* we created it: we reap it */
+	pthread_mutex_t lock;
+	int rootfd;         /* O_PATH fd of the sandbox root, lazily fetched */
+};
+
+/* cgroup.c */
+int sbx__cg_detect(struct cg_layout *cg, sbx_error **err);
+void sbx__cg_free(struct cg_layout *cg);
+int sbx__cg_create(const struct cg_layout *cg, const char *id, const sbx_sandbox_opts *o,
+		   sbx_error **err);
+int sbx__cg_attach(const struct cg_layout *cg, const char *id, pid_t pid, sbx_error **err);
+/* O_DIRECTORY fd of the group where init makes per-exec sub-groups, or -1. */
+int sbx__cg_exec_dirfd(const struct cg_layout *cg, const char *id);
+/* Kills what is left in the groups and removes them (sub-groups first). */
+int sbx__cg_remove(const struct cg_layout *cg, const char *id, sbx_error **err);
+/* Ids of every sandbox group under our parent (for GC); owned strv. */
+char **sbx__cg_list(const struct cg_layout *cg);
+const char *sbx__cg_mode_name(enum cg_mode m);
+
+/* seccomp.c: the compiled default filter (process-wide, built once). */
+int sbx__seccomp_program(const void **prog, size_t *len, sbx_error **err);
+/* Documented deny list, NULL-terminated (for docs and tests). */
+extern const char *const sbx__seccomp_denied[];
+
+/* spawn.c: starts the embedded init in new namespaces. */
+int sbx__init_spawn(pid_t *pid_out, int *pidfd_out, int sync_fd, int net_none, sbx_error **err);
+
+/* proc.c: process identity helpers. */
+uint64_t sbx__proc_starttime(pid_t pid);
+int sbx__proc_alive(pid_t pid, uint64_t start);
+
+/* client.c: talking to a sandbox's init. */
+int sbx__local_connect(struct local_sb *sb, int *fd_out, sbx_error **err);
+int sbx__local_request(struct local_sb *sb, uint32_t type, uint64_t ttl_ms, int *fd_out,
+		       sbx_error **err);
+int sbx__local_rootfd(struct local_sb *sb, sbx_error **err);
+
+/* exec.c */
+int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_opts *o,
+		    sbx_error **err);
+
+/* files.c */
+int sbx__local_write_file(struct local_sb *sb, const char *path, const void *data, size_t len,
+			  unsigned mode, sbx_error **err);
+int sbx__local_read_file(void **data_out, size_t *len_out, struct local_sb *sb, const char *path,
+			 size_t max, sbx_error **err);
+int sbx__local_upload(struct local_sb *sb, const char *src, const char *dst, sbx_error **err);
+int sbx__local_download(struct local_sb *sb, const char *src, const char *dst, sbx_error **err);
+
+/* state.c: the per-sandbox state file. */
+struct local_state {
+	char *id;
+	char *image;
+	char *status;       /* "creating", "running" */
+	pid_t pid;
+	uint64_t start;
+	pid_t owner;
+	uint64_t owner_start;
+	int detach;
+	double created;
+	double expires;     /* 0 = never */
+	char **labels;
+};
+int sbx__state_write(const char *dir, const struct local_state *st, sbx_error **err);
+int sbx__state_read(struct local_state *st, const char *dir, sbx_error **err);
+void sbx__state_clear(struct local_state *st);
+
+#endif

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Wire format between the host library and a sandbox's init, over
+ * SOCK_SEQPACKET unix sockets (one datagram = one message, fds attached with
+ * SCM_RIGHTS). Compiled into both libsbx and the static sbx-init, so it uses
+ * no allocation: callers own the buffers.
+ *
+ * A message is a header {type, len} followed by records {tag u16, len u32,
+ * bytes}. Tags may repeat (one T_ARG per argv element).
+ */
+#ifndef SBX_LOCAL_PROTO_H
+#define SBX_LOCAL_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SBX_MSG_MAX (1u << 20)  /* argv + env of one exec must fit in 1 MiB */
+#define SBX_MSG_MAX_FDS 4
+
+enum sbx_msg_type {
+	M_SETUP = 1,  /* host -> init at birth: rootfs and policy; fds: ctl listener, pids cg dir */
+	M_READY,      /* init -> host: setup done */
+	M_ERROR,      /* any reply: T_ERRNO + T_MSG */
+	M_EXEC,       /* host -> init: run a command; fds: stdin, stdout, stderr */
+	M_STARTED,    /* init -> host: T_PID */
+	M_EXITED,     /* init -> host: T_STATUS (wait status), T_TIMED_OUT */
+	M_SIGNAL,     /* host -> init, on an exec connection: T_SIGNAL */
+	M_ROOTFD,     /* host -> init: send an O_PATH fd of the sandbox root */
+	M_SET_TTL,    /* host -> init: T_TTL_MS (0 = never) */
+	M_PING,       /* host -> init: liveness */
+	M_OK,         /* init -> host: done (fds may be attached) */
+};
+
+enum sbx_msg_tag {
+	T_ERRNO = 1, T_MSG, T_PID, T_STATUS, T_TIMED_OUT, T_SIGNAL,
+	T_ARG, T_ENV, T_CWD, T_USER, T_TIMEOUT_MS,
+	T_LAYER, T_UPPER_DIR, T_STORAGE_MB, T_HOSTNAME, T_NETWORK, T_SECCOMP,
+	T_WORKDIR, T_TTL_MS, T_ROOT_MNT, T_RW_MNT, T_RESOLV, T_ID, T_SHM_MB,
+};
+
+struct sbx_msg {
+	char *buf;    /* caller-owned storage */
+	size_t cap;
+	size_t len;   /* bytes used, header included */
+	int overflow; /* set when an add did not fit */
+};
+
+struct sbx_msg_hdr {
+	uint32_t type;
+	uint32_t len;
+};
+
+void sbx__msg_init(struct sbx_msg *m, char *buf, size_t cap, uint32_t type);
+void sbx__msg_add(struct sbx_msg *m, uint16_t tag, const void *data, uint32_t len);
+void sbx__msg_add_str(struct sbx_msg *m, uint16_t tag, const char *s);
+void sbx__msg_add_u64(struct sbx_msg *m, uint16_t tag, uint64_t v);
+
+/* Sends one message with up to SBX_MSG_MAX_FDS fds. 0 or -errno (-E2BIG on overflow). */
+int sbx__msg_send(int sock, const struct sbx_msg *m, const int *fds, int nfds);
+/* Receives one message into buf; fds[] gets attached fds (CLOEXEC), *nfds their count.
+ * Returns the message length, 0 on orderly EOF, or -errno (-EPROTO if malformed). */
+long sbx__msg_recv(int sock, char *buf, size_t cap, int *fds, int *nfds);
+
+uint32_t sbx__msg_type(const char *buf);
+/* Iterates records: returns 1 with tag/data/len set, 0 at the end, -1 if malformed. */
+int sbx__msg_next(const char *buf, size_t len, size_t *off, uint16_t *tag, const char **data,
+		  uint32_t *dlen);
+/* Reads a u64 record body (8 bytes, host order). */
+uint64_t sbx__msg_u64(const char *data, uint32_t dlen);
+
+/* Convenience: a two-record error reply / plain reply without records. */
+int sbx__msg_send_error(int sock, int errnum, const char *msg);
+int sbx__msg_send_simple(int sock, uint32_t type, const int *fds, int nfds);
+
+#endif
