@@ -135,6 +135,7 @@ int sbx__toml_type_error(sbx_error **err, const char *file, const char *path, co
 			 const sbx_toml *got);
 
 /* Node accessors (NULL-safe: wrong types give 0 / NULL / false). */
+/** Type of a node; check for NULL first (NULL gives SBX_TOML_TABLE). */
 sbx_toml_type sbx__toml_type(const sbx_toml *v);
 /** Entries of a table or items of an array. */
 size_t sbx__toml_len(const sbx_toml *v);

@@ -59,7 +59,10 @@ static char *path_name(const key_path *k, size_t upto)
 		bool bare = is_bare_key(&k->v[i]);
 		if (!bare)
 			sbx__buf_append_trunc(&b, "\"", 1);
-		sbx__buf_append_trunc(&b, k->v[i].s, strlen(k->v[i].s));
+		for (size_t j = 0; j < k->v[i].len && j < 64; j++) {
+			unsigned char c = (unsigned char)k->v[i].s[j];
+			sbx__buf_append_trunc(&b, c < 0x20 || c == 0x7F ? "?" : &k->v[i].s[j], 1);
+		}
 		if (!bare)
 			sbx__buf_append_trunc(&b, "\"", 1);
 	}

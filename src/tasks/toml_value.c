@@ -18,6 +18,9 @@
 #include "util/alloc.h"
 #include "util/cleanup.h"
 
+/* Tokens are echoed in messages, cut to a readable length. */
+#define SHOWN(n) ((int)((n) > 40 ? 40 : (n)))
+
 static bool is_digit(int c)
 {
 	return c >= '0' && c <= '9';
@@ -79,16 +82,17 @@ static int lex_integer(sbx_toml_parser *p, size_t start, const char *s, size_t n
 		i = 2;
 	}
 	if (!valid_digits(s + i, n - i, radix, NULL))
-		return sbx__toml_fail(p, start, "invalid number '%.*s'", (int)n, s);
+		return sbx__toml_fail(p, start, "invalid number '%.*s'", SHOWN(n), s);
 	if (radix == 10 && s[i] == '0' && n - i > 1)
-		return sbx__toml_fail(p, start, "leading zeros are not allowed in '%.*s'", (int)n, s);
+		return sbx__toml_fail(p, start, "leading zeros are not allowed in '%.*s'",
+				      SHOWN(n), s);
 	uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX, v = 0;
 	for (; i < n; i++) {
 		if (s[i] == '_')
 			continue;
 		uint64_t d = (uint64_t)digit_value((unsigned char)s[i], radix);
 		if (v > (limit - d) / (uint64_t)radix)
-			return sbx__toml_fail(p, start, "integer '%.*s' out of range", (int)n, s);
+			return sbx__toml_fail(p, start, "integer '%.*s' out of range", SHOWN(n), s);
 		v = v * (uint64_t)radix + d;
 	}
 	sbx_toml *node = sbx__toml_new(SBX_TOML_INTEGER);
@@ -176,12 +180,12 @@ static int lex_float(sbx_toml_parser *p, size_t start, const char *s, size_t n, 
 		ok = valid_digits(s + e, n - e, 10, &b);
 	}
 	if (!ok)
-		return sbx__toml_fail(p, start, "invalid float '%.*s'", (int)n, s);
+		return sbx__toml_fail(p, start, "invalid float '%.*s'", SHOWN(n), s);
 	pthread_once(&c_locale_once, c_locale_init);
 	errno = 0;
 	double v = c_locale ? strtod_l(b.data, NULL, c_locale) : strtod(b.data, NULL);
 	if (isinf(v))
-		return sbx__toml_fail(p, start, "float '%.*s' out of range", (int)n, s);
+		return sbx__toml_fail(p, start, "float '%.*s' out of range", SHOWN(n), s);
 	node = sbx__toml_new(SBX_TOML_FLOAT);
 	node->u.f = v;
 	*out = node;
