@@ -277,6 +277,8 @@ int sbx_image_get(sbx_image **out, sbx_runtime *rt, const char *name, sbx_error 
 				     "image '%s' not found in %s; import it with 'sbx image import %s SRC' "
 				     "or build a Debian one with 'sbx image bootstrap %s'",
 				     name, sbx_runtime_image_dir(rt), name, name);
+	if (!out)
+		return 0;
 	return load_record(out, rt, path, err);
 }
 

@@ -151,6 +151,7 @@ Test(images_store, import_twice_shares_layer_and_rm_gcs)
 	cr_assert_str_eq(v[2]->name, "two");
 	sbx_image_list_free(v, n);
 
+	cr_assert_eq(sbx_image_get(NULL, rt, "one", NULL), 0, "existence check without out");
 	cr_assert_eq(sbx_image_remove(rt, "one", NULL), 0);
 	cr_assert_eq(access(i1->layer_paths[0], F_OK), 0, "shared layer kept");
 	cr_assert_eq(sbx_image_get(NULL, rt, "one", NULL), -ENOENT);
