@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "fixtures.h"
@@ -229,6 +231,37 @@ Test(images_store, commit_config_roundtrip)
 	sbx_image_free(base);
 	th_rm_rf(root);
 	free(root);
+	th_runtime_free(rt, dir);
+}
+
+Test(images_store, upper_dir_keeps_overlay_format)
+{
+	char *dir;
+	sbx_runtime *rt = th_runtime(&dir);
+	char *up = th_tmpdir("rootfs");
+	char p[1024];
+	snprintf(p, sizeof(p), "%s/etc", up);
+	cr_assert_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/etc/deleted", up);
+	cr_assert_eq(mknod(p, S_IFCHR, makedev(0, 0)), 0);
+	snprintf(p, sizeof(p), "%s/opt", up);
+	cr_assert_eq(mkdir(p, 0755), 0);
+	cr_assert_eq(setxattr(p, "trusted.overlay.opaque", "y", 1, 0), 0);
+	sbx_image *img = NULL;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_image_import(&img, rt, "upper", up, &err), 0, "%s", err ? err->msg : "");
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/etc/deleted", img->layer_paths[0]);
+	cr_assert_eq(lstat(p, &st), 0);
+	cr_assert(S_ISCHR(st.st_mode));
+	cr_assert_eq(st.st_rdev, makedev(0, 0));
+	char v[4] = { 0 };
+	snprintf(p, sizeof(p), "%s/opt", img->layer_paths[0]);
+	cr_assert_eq(lgetxattr(p, "trusted.overlay.opaque", v, sizeof(v)), 1);
+	cr_assert_eq(v[0], 'y');
+	sbx_image_free(img);
+	th_rm_rf(up);
+	free(up);
 	th_runtime_free(rt, dir);
 }
 
