@@ -3,12 +3,14 @@
  * cgroups for the local provider. Hosts differ: pure v2, pure v1, or hybrid
  * (v1 controllers plus an empty v2 tree, as on this project's CI machines).
  * We use v2 only when it actually has the memory and pids controllers, else
- * v1. SBX_CGROUP=v1|v2|none overrides; SBX_CGROUP_PARENT names our group.
+ * v1. SBX_CGROUP=v1|v2|none overrides; SBX_CGROUP_PARENT names our group
+ * (default "sbx-<hash of the state dir>").
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,11 +87,23 @@ static int write_str(const char *dir, const char *file, const char *val)
 	return sbx__write_all(fd, val, strlen(val));
 }
 
-int sbx__cg_detect(struct cg_layout *cg, sbx_error **err)
+/* One parent group per state dir, so two runtimes on one host (a server and
+ * the CLI, or parallel tests) never mistake each other's groups for orphans. */
+static char *parent_name(const char *state_dir)
+{
+	const char *env = getenv("SBX_CGROUP_PARENT");
+	if (env && *env)
+		return xstrdup(env);
+	uint32_t h = 2166136261u;
+	for (const char *p = state_dir; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	return xasprintf("sbx-%08x", h);
+}
+
+int sbx__cg_detect(struct cg_layout *cg, const char *state_dir, sbx_error **err)
 {
 	memset(cg, 0, sizeof(*cg));
-	const char *parent = getenv("SBX_CGROUP_PARENT");
-	cg->parent = xstrdup(parent && *parent ? parent : "sbx");
+	cg->parent = parent_name(state_dir);
 	const char *want = getenv("SBX_CGROUP");
 	char *v1[CG_N] = { 0 }, *v2 = NULL;
 	scan_mounts(v1, &v2);

@@ -40,7 +40,7 @@ static int local_init(void **ctx_out, sbx_runtime *rt, sbx_error **err)
 	c->dir = xasprintf("%s/local", sbx_runtime_state_dir(rt));
 	int r = sbx__mkdir_p(c->dir, 0700, err);
 	if (r == 0)
-		r = sbx__cg_detect(&c->cg, err);
+		r = sbx__cg_detect(&c->cg, c->dir, err);
 	if (r < 0) {
 		free(c->dir);
 		free(c);
@@ -117,8 +117,14 @@ static int teardown(struct local_sb *sb, sbx_error **err)
 	}
 	kill_init(sb);
 	int r = sbx__cg_remove(&sb->ctx->cg, sb->id, err);
-	int r2 = sbx__rm_rf(sb->dir, r < 0 ? NULL : err);
-	return r < 0 ? r : r2;
+	if (r < 0)
+		return r;
+	/* Rename first: a removal cut short leaves a .del- dir, never a
+	 * half-deleted sandbox dir without its state file. */
+	_cleanup_free_ char *del = xasprintf("%s/.del-%s", sb->ctx->dir, sb->id);
+	if (rename(sb->dir, del) < 0 && errno != ENOENT)
+		return sbx_error_setsys(err, -errno, errno, "remove %s", sb->dir);
+	return sbx__rm_rf(del, err);
 }
 
 static int make_listener(const char *dir, int *fd_out, sbx_error **err)
@@ -246,6 +252,49 @@ static void fill_state(struct local_state *st, struct local_sb *sb, const sbx_sa
 	st->labels = (char **)o->labels;
 }
 
+/* The sandbox directory appears atomically, state file included: it is
+ * built as .new-<id>-<owner pid>-<owner start> and renamed into place, so a
+ * creator killed at any instant leaves either nothing or a staging dir whose
+ * name says whose it was (list() removes those once that owner is gone). */
+static int stage_dir(struct local_sb *sb, const sbx_sandbox_opts *o, sbx_error **err)
+{
+	struct local_state st;
+	fill_state(&st, sb, o, "creating");
+	_cleanup_free_ char *stage = xasprintf("%s/.new-%s-%d-%llu", sb->ctx->dir, sb->id, (int)st.owner,
+					       (unsigned long long)st.owner_start);
+	_cleanup_free_ char *root = xasprintf("%s/root", stage);
+	_cleanup_free_ char *rw = xasprintf("%s/rw", stage);
+	int r;
+	if ((r = sbx__mkdir_p(root, 0700, err)) < 0 || (r = sbx__mkdir_p(rw, 0700, err)) < 0 ||
+	    (r = sbx__state_write(stage, &st, err)) < 0)
+		goto fail;
+	if (rename(stage, sb->dir) < 0) {
+		r = sbx_error_setsys(err, -errno, errno, "rename %s", stage);
+		goto fail;
+	}
+	return 0;
+fail:
+	sbx__rm_rf(stage, NULL);
+	return r;
+}
+
+/* Removes a staging directory whose creator died, or a directory whose
+ * removal was cut short; returns 1 if the name was one of those. */
+static int reap_stage(struct local_ctx *c, const char *name)
+{
+	char id[LOCAL_ID_LEN + 1];
+	int pid;
+	unsigned long long start;
+	int del = sscanf(name, ".del-%12[0-9a-f]", id) == 1;
+	if (!del && sscanf(name, ".new-%12[0-9a-f]-%d-%llu", id, &pid, &start) != 3)
+		return 0;
+	if (del || !sbx__proc_alive(pid, start)) {
+		_cleanup_free_ char *p = xasprintf("%s/%s", c->dir, name);
+		sbx__rm_rf(p, NULL);
+	}
+	return 1;
+}
+
 static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandbox_opts *o,
 			sbx_error **err)
 {
@@ -262,13 +311,12 @@ static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandb
 	struct local_sb *sb = sb_new(c, id);
 	int listener = -1, sync[2] = { -1, -1 };
 	struct local_state st;
-	_cleanup_free_ char *root = xasprintf("%s/root", sb->dir);
-	_cleanup_free_ char *rw = xasprintf("%s/rw", sb->dir);
-	if ((r = sbx__mkdir_p(root, 0700, err)) < 0 || (r = sbx__mkdir_p(rw, 0700, err)) < 0)
+	if ((r = stage_dir(sb, o, err)) < 0) {
+		local_close(sb);
+		sb = NULL;
 		goto out;
-	fill_state(&st, sb, o, "creating");
-	if ((r = sbx__state_write(sb->dir, &st, err)) < 0 ||
-	    (r = sbx__cg_create(&c->cg, id, o, err)) < 0 || (r = make_listener(sb->dir, &listener, err)) < 0)
+	}
+	if ((r = sbx__cg_create(&c->cg, id, o, err)) < 0 || (r = make_listener(sb->dir, &listener, err)) < 0)
 		goto out;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0) {
 		r = sbx_error_setsys(err, -errno, errno, "socketpair");
@@ -401,7 +449,7 @@ static int local_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_erro
 	struct dirent *de;
 	double now = sbx__now_real();
 	while ((de = readdir(d))) {
-		if (!valid_id(de->d_name))
+		if (reap_stage(c, de->d_name) || !valid_id(de->d_name))
 			continue;
 		_cleanup_free_ char *dir = xasprintf("%s/%s", c->dir, de->d_name);
 		struct local_state st;

@@ -39,7 +39,7 @@ struct local_sb {
 };
 
 /* cgroup.c */
-int sbx__cg_detect(struct cg_layout *cg, sbx_error **err);
+int sbx__cg_detect(struct cg_layout *cg, const char *state_dir, sbx_error **err);
 void sbx__cg_free(struct cg_layout *cg);
 int sbx__cg_create(const struct cg_layout *cg, const char *id, const sbx_sandbox_opts *o,
 		   sbx_error **err);

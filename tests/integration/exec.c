@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/* exec: status, streams, stdin, env, cwd, user, timeouts, threads. */
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "common.h"
+
+TestSuite(exec, .init = setup, .fini = teardown);
+
+static sbx_exec_result run(sbx_sandbox *sb, sbx_exec_opts *o)
+{
+	sbx_exec_result r;
+	sbx_error *err = NULL;
+	int rc = sbx_sandbox_exec(&r, sb, o, &err);
+	cr_assert_eq(rc, 0, "exec: %s", err ? err->msg : "?");
+	return r;
+}
+
+static sbx_exec_result sh(sbx_sandbox *sb, const char *cmd)
+{
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.shell = cmd;
+	return run(sb, &o);
+}
+
+Test(exec, exit_codes_and_signals)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	sbx_exec_result r = sh(sb, "exit 3");
+	cr_assert_eq(r.exit_code, 3);
+	cr_assert_eq(r.signal, 0);
+	sbx_exec_result_free(&r);
+	r = sh(sb, "kill -9 $$");
+	cr_assert_eq(r.signal, 9);
+	cr_assert_eq(r.exit_code, 137);
+	sbx_exec_result_free(&r);
+	const char *argv[] = { "/no/such/binary", NULL };
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.argv = argv;
+	r = run(sb, &o);
+	cr_assert_eq(r.exit_code, 127);
+	cr_assert_not_null(strstr(r.err, "/no/such/binary"), "%s", r.err);
+	sbx_exec_result_free(&r);
+	const char *argv2[] = { "nosuchcommand", NULL };
+	o.argv = argv2;
+	r = run(sb, &o);
+	cr_assert_eq(r.exit_code, 127);
+	cr_assert_not_null(strstr(r.err, "command not found"), "%s", r.err);
+	sbx_exec_result_free(&r);
+	destroy(sb);
+}
+
+Test(exec, stdout_and_stderr_apart)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	sbx_exec_result r = sh(sb, "echo out; echo err >&2; echo out2");
+	cr_assert_str_eq(r.out, "out\nout2\n");
+	cr_assert_str_eq(r.err, "err\n");
+	sbx_exec_result_free(&r);
+	destroy(sb);
+}
+
+Test(exec, ten_mib_of_output_and_the_cap)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	sbx_exec_result r = sh(sb, "head -c 10485760 /dev/zero | tr '\\0' a; head -c 1000 /dev/zero >&2");
+	cr_assert_eq(r.exit_code, 0);
+	cr_assert_eq(r.out_len, 10485760);
+	cr_assert_eq(r.err_len, 1000);
+	cr_assert_eq(r.out[0], 'a');
+	cr_assert_eq(r.out[10485759], 'a');
+	cr_assert_eq(r.out_truncated, 0);
+	sbx_exec_result_free(&r);
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.shell = "head -c 100000 /dev/zero";
+	o.output_max = 4096;
+	r = run(sb, &o);
+	cr_assert_eq(r.out_len, 4096);
+	cr_assert_eq(r.out_truncated, 1);
+	sbx_exec_result_free(&r);
+	destroy(sb);
+}
+
+static void count_bytes(int fd, const char *data, size_t len, void *payload)
+{
+	(void)data;
+	if (fd == 1)
+		*(size_t *)payload += len;
+}
+
+Test(exec, streaming_callback_sees_everything)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	size_t seen = 0;
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.shell = "for i in 1 2 3; do head -c 300000 /dev/zero; sleep 0.05; done";
+	o.on_output = count_bytes;
+	o.payload = &seen;
+	sbx_exec_result r = run(sb, &o);
+	cr_assert_eq(seen, 900000);
+	cr_assert_eq(r.out_len, 900000);
+	sbx_exec_result_free(&r);
+	destroy(sb);
+}
+
+Test(exec, stdin_bytes)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.shell = "cat";
+	o.stdin_data = "hello\n\0binary";
+	o.stdin_len = 13;
+	sbx_exec_result r = run(sb, &o);
+	cr_assert_eq(r.out_len, 13);
+	cr_assert_eq(memcmp(r.out, "hello\n\0binary", 13), 0);
+	sbx_exec_result_free(&r);
+	size_t big = 3 << 20;
+	char *data = malloc(big);
+	memset(data, 'z', big);
+	o.shell = "wc -c";
+	o.stdin_data = data;
+	o.stdin_len = big;
+	r = run(sb, &o);
+	cr_assert_eq(atol(r.out), (long)big, "%s", r.out);
+	sbx_exec_result_free(&r);
+	/* A command that ignores its stdin must not hang or kill us with SIGPIPE. */
+	o.shell = "true";
+	r = run(sb, &o);
+	cr_assert_eq(r.exit_code, 0);
+	sbx_exec_result_free(&r);
+	free(data);
+	destroy(sb);
+}
+
+Test(exec, env_cwd_user)
+{
+	const char *senv[] = { "SANDBOX_VAR=s", "OVERRIDE=sandbox", NULL };
+	sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
+	so.env = senv;
+	so.workdir = "/work";
+	sbx_sandbox *sb = sbx_test_sandbox(rt, &so);
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	const char *eenv[] = { "OVERRIDE=exec", "EXTRA=a b", NULL };
+	o.env = eenv;
+	o.shell = "echo $SANDBOX_VAR $OVERRIDE \"$EXTRA\" $HOME; pwd; id -u; id -g";
+	sbx_exec_result r = run(sb, &o);
+	cr_assert_str_eq(r.out, "s exec a b /root\n/work\n0\n0\n");
+	sbx_exec_result_free(&r);
+	o.env = NULL;
+	o.cwd = "/tmp";
+	o.user = "user";
+	o.shell = "pwd; id -u; id -g; echo $HOME; id -G";
+	r = run(sb, &o);
+	cr_assert_str_eq(r.out, "/tmp\n1000\n1000\n/home/user\n1000 50\n", "%s", r.out);
+	sbx_exec_result_free(&r);
+	o.user = "1000:50";
+	o.shell = "id -u; id -g";
+	r = run(sb, &o);
+	cr_assert_str_eq(r.out, "1000\n50\n");
+	sbx_exec_result_free(&r);
+	/* bad user and bad cwd are caller errors naming the culprit */
+	sbx_error *err = NULL;
+	o.user = "nobody-here";
+	cr_assert_eq(sbx_sandbox_exec(&r, sb, &o, &err), -ENOENT);
+	cr_assert_not_null(strstr(err->msg, "nobody-here"), "%s", err->msg);
+	sbx_error_free(err);
+	err = NULL;
+	o.user = NULL;
+	o.cwd = "/does/not/exist";
+	cr_assert_eq(sbx_sandbox_exec(&r, sb, &o, &err), -ENOENT);
+	cr_assert_not_null(strstr(err->msg, "/does/not/exist"), "%s", err->msg);
+	sbx_error_free(err);
+	destroy(sb);
+}
+
+Test(exec, timeout_kills_descendants)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	/* a child in its own session escapes a process-group kill */
+	o.shell = "setsid sleep 1000 & sleep 1000 & sleep 1000";
+	o.timeout_s = 0.5;
+	sbx_exec_result r = run(sb, &o);
+	cr_assert_eq(r.timed_out, 1);
+	cr_assert_eq(r.signal, 9);
+	sbx_exec_result_free(&r);
+	r = sh(sb, "ps -o comm | grep -c sleep");
+	cr_assert_str_eq(r.out, "0\n", "left over: %s", r.out);
+	sbx_exec_result_free(&r);
+	/* background work started without a timeout survives its command */
+	r = sh(sb, "sleep 1000 >/dev/null 2>&1 &");
+	sbx_exec_result_free(&r);
+	r = sh(sb, "ps -o comm | grep -c sleep");
+	cr_assert_str_eq(r.out, "1\n");
+	sbx_exec_result_free(&r);
+	destroy(sb);
+}
+
+struct worker {
+	sbx_sandbox *sb;
+	int ok;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	for (int i = 0; i < 25; i++) {
+		char cmd[64], want[64];
+		snprintf(cmd, sizeof(cmd), "echo %d-%p", i, (void *)w);
+		snprintf(want, sizeof(want), "%d-%p\n", i, (void *)w);
+		sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+		o.shell = cmd;
+		sbx_exec_result r;
+		if (sbx_sandbox_exec(&r, w->sb, &o, NULL) == 0 && r.out && strcmp(r.out, want) == 0)
+			w->ok++;
+		sbx_exec_result_free(&r);
+	}
+	return NULL;
+}
+
+Test(exec, concurrent_execs_from_threads)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	pthread_t th[8];
+	struct worker w[8];
+	for (int i = 0; i < 8; i++) {
+		w[i] = (struct worker){ .sb = sb };
+		pthread_create(&th[i], NULL, worker_main, &w[i]);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert_eq(w[i].ok, 25, "thread %d: %d/25", i, w[i].ok);
+	}
+	destroy(sb);
+}
+
+Test(exec, bad_requests_are_clear_errors)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	sbx_exec_result r;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_sandbox_exec(&r, sb, &o, &err), -EINVAL);
+	cr_assert_not_null(strstr(err->msg, "argv"));
+	sbx_error_free(err);
+	err = NULL;
+	o.shell = "true";
+	o.cwd = "relative";
+	cr_assert_eq(sbx_sandbox_exec(&r, sb, &o, &err), -EINVAL);
+	sbx_error_free(err);
+	destroy(sb);
+	err = NULL;
+	sbx_sandbox *gone = NULL;
+	cr_assert_eq(sbx_sandbox_open(&gone, rt, NULL, "000000000000", &err), -ENOENT);
+	sbx_error_free(err);
+}

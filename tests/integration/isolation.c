@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/* Isolation: what a sandboxed process can see and do. */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common.h"
+
+TestSuite(isolation, .init = setup, .fini = teardown);
+
+Test(isolation, host_processes_invisible)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	int code;
+	char *out = sbx_test_sh(sb, "ls -d /proc/[0-9]* | wc -l; cat /proc/1/cmdline", &code);
+	cr_assert_eq(code, 0);
+	int n = atoi(out);
+	/* init, sh, ls and wc: nothing of the host's hundreds of processes */
+	cr_assert(n >= 2 && n <= 5, "sandbox sees %d processes: %s", n, out);
+	cr_assert_not_null(strstr(out, "sbx-init"), "pid 1 is not sbx-init: %s", out);
+	free(out);
+	destroy(sb);
+}
+
+Test(isolation, host_files_invisible_and_image_untouched)
+{
+	char host[] = "/tmp/sbx-hostfile-XXXXXX";
+	int fd = mkstemp(host);
+	cr_assert(fd >= 0);
+	close(fd);
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "test -e %s && echo visible; echo x >> /etc/passwd; echo done", host);
+	int code;
+	char *out = sbx_test_sh(sb, cmd, &code);
+	cr_assert_str_eq(out, "done\n");
+	free(out);
+	destroy(sb);
+	/* The image layer is shared and read-only: a new sandbox sees the original. */
+	sb = sbx_test_sandbox(rt, NULL);
+	out = sbx_test_sh(sb, "grep -c '^x$' /etc/passwd", &code);
+	cr_assert_str_eq(out, "0\n");
+	free(out);
+	destroy(sb);
+	unlink(host);
+}
+
+Test(isolation, no_network_by_default)
+{
+	/* A listener on the host's loopback must be unreachable from the sandbox. */
+	int ls = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	cr_assert_eq(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(listen(ls, 1), 0);
+	socklen_t len = sizeof(sa);
+	getsockname(ls, (struct sockaddr *)&sa, &len);
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	upload_probe(sb);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "/probe connect %d; cat /proc/net/dev | tail -n +3 | cut -d: -f1", ntohs(sa.sin_port));
+	int code;
+	char *out = sbx_test_sh(sb, cmd, &code);
+	cr_assert_not_null(strstr(out, "connect: Connection refused"), "%s", out);
+	/* only loopback exists */
+	cr_assert_not_null(strstr(out, "lo"), "%s", out);
+	cr_assert_null(strstr(out, "eth"), "%s", out);
+	free(out);
+	destroy(sb);
+	close(ls);
+}
+
+Test(isolation, host_network_on_request)
+{
+	int ls = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	cr_assert_eq(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(listen(ls, 1), 0);
+	socklen_t len = sizeof(sa);
+	getsockname(ls, (struct sockaddr *)&sa, &len);
+	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
+	o.network = SBX_NETWORK_HOST;
+	sbx_sandbox *sb = sbx_test_sandbox(rt, &o);
+	upload_probe(sb);
+	char cmd[64];
+	snprintf(cmd, sizeof(cmd), "/probe connect %d", ntohs(sa.sin_port));
+	int code;
+	char *out = sbx_test_sh(sb, cmd, &code);
+	cr_assert_str_eq(out, "connect: ok\n");
+	free(out);
+	destroy(sb);
+	close(ls);
+}
+
+Test(isolation, own_hostname)
+{
+	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
+	o.hostname = "episode-42";
+	sbx_sandbox *sb = sbx_test_sandbox(rt, &o);
+	int code;
+	char *out = sbx_test_sh(sb, "hostname; cat /etc/hostname; grep episode-42 /etc/hosts | wc -l", &code);
+	cr_assert_str_eq(out, "episode-42\nepisode-42\n1\n");
+	free(out);
+	destroy(sb);
+	char host[256];
+	gethostname(host, sizeof(host));
+	cr_assert_str_neq(host, "episode-42");
+}
+
+Test(isolation, capabilities_dropped)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	int code;
+	char *out = sbx_test_sh(sb, "grep -E '^Cap(Eff|Bnd)|^NoNewPrivs|^Seccomp:' /proc/self/status", &code);
+	/* Docker's default set minus CAP_MKNOD; no CAP_SYS_ADMIN (bit 21). */
+	cr_assert_not_null(strstr(out, "CapEff:\t00000000a00425fb"), "%s", out);
+	cr_assert_not_null(strstr(out, "CapBnd:\t00000000a00425fb"), "%s", out);
+	cr_assert_not_null(strstr(out, "NoNewPrivs:\t1"), "%s", out);
+	cr_assert_not_null(strstr(out, "Seccomp:\t2"), "%s", out);
+	free(out);
+	destroy(sb);
+}
+
+Test(isolation, seccomp_denies_mount_ptrace_and_more)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	upload_probe(sb);
+	int code;
+	char *out = sbx_test_sh(sb, "for c in mount ptrace unshare bpf keyctl mknod; do /probe $c; done", &code);
+	cr_assert_str_eq(out,
+			 "mount: Operation not permitted\nptrace: Operation not permitted\n"
+			 "unshare: Operation not permitted\nbpf: Operation not permitted\n"
+			 "keyctl: Operation not permitted\nmknod: Operation not permitted\n");
+	free(out);
+	destroy(sb);
+}
+
+Test(isolation, sandboxes_do_not_see_each_other)
+{
+	sbx_sandbox *a = sbx_test_sandbox(rt, NULL);
+	sbx_sandbox *b = sbx_test_sandbox(rt, NULL);
+	int code;
+	free(sbx_test_sh(a, "echo secret > /tmp/a; sleep 30 >/dev/null 2>&1 &", &code));
+	char *out = sbx_test_sh(a, "ps | grep -v grep | grep -c 'sleep 30'", &code);
+	cr_assert_str_eq(out, "1\n");
+	free(out);
+	out = sbx_test_sh(b, "cat /tmp/a 2>&1; ps | grep -v grep | grep -c 'sleep 30'", &code);
+	cr_assert_not_null(strstr(out, "No such file"), "%s", out);
+	cr_assert_not_null(strstr(out, "\n0\n"), "%s", out);
+	free(out);
+	destroy(a);
+	destroy(b);
+}

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/* Resource limits: pids, memory and storage stop inside the sandbox. */
+#include <glob.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "common.h"
+
+TestSuite(limits, .init = setup, .fini = teardown);
+
+/* Reads "<key> N" from a pids cgroup file of this sandbox, or -1. */
+static long pids_file(sbx_sandbox *sb, const char *file, const char *key);
+static long pids_file(sbx_sandbox *sb, const char *file, const char *key)
+{
+	char pat[256];
+	snprintf(pat, sizeof(pat), "/sys/fs/cgroup/pids/sbx-*/%s/%s", sbx_sandbox_id(sb), file);
+	glob_t g;
+	if (glob(pat, 0, NULL, &g) != 0)
+		return -1;
+	FILE *f = fopen(g.gl_pathv[0], "r");
+	globfree(&g);
+	if (!f)
+		return -1;
+	char line[128];
+	long v = -1;
+	while (fgets(line, sizeof(line), f))
+		if (!key[0])
+			v = atol(line);
+		else if (!strncmp(line, key, strlen(key)))
+			v = atol(line + strlen(key));
+	fclose(f);
+	return v;
+}
+
+Test(limits, fork_bomb_stops_at_pids_limit)
+{
+	sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
+	so.pids_max = 48;
+	sbx_sandbox *sb = sbx_test_sandbox(rt, &so);
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.shell = "for i in $(seq 200); do sleep 100 & done; wait";
+	o.timeout_s = 2;
+	sbx_exec_result r;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_sandbox_exec(&r, sb, &o, &err), 0, "%s", err ? err->msg : "");
+	/* the shell reported failed forks; the host never noticed */
+	cr_assert_not_null(strstr(r.err, "fork"), "no fork failure reported: %s", r.err);
+	sbx_exec_result_free(&r);
+	long peak = pids_file(sb, "pids.peak", "");
+	if (peak >= 0)
+		cr_assert(peak <= 48 && peak >= 40, "pids.peak %ld (limit 48)", peak);
+	const char *pk[] = { "pkill", "sleep", NULL };
+	o.shell = NULL;
+	o.argv = pk;
+	o.timeout_s = 0;
+	cr_assert_eq(sbx_sandbox_exec(&r, sb, &o, NULL), 0);
+	sbx_exec_result_free(&r);
+	usleep(100000);
+	o.argv = NULL;
+	o.shell = "echo alive";
+	cr_assert_eq(sbx_sandbox_exec(&r, sb, &o, NULL), 0);
+	cr_assert_str_eq(r.out, "alive\n");
+	sbx_exec_result_free(&r);
+	destroy(sb);
+}
+
+Test(limits, memory_hog_is_killed_inside_only)
+{
+	sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
+	so.memory_mb = 64;
+	sbx_sandbox *sb = sbx_test_sandbox(rt, &so);
+	upload_probe(sb);
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	const char *argv[] = { "/probe", "hog", "512", NULL };
+	o.argv = argv;
+	sbx_exec_result r;
+	cr_assert_eq(sbx_sandbox_exec(&r, sb, &o, NULL), 0);
+	cr_assert_eq(r.signal, 9, "hog was not OOM-killed: exit %d out %s", r.exit_code, r.out);
+	sbx_exec_result_free(&r);
+	/* a modest allocation still works, and the sandbox lives on */
+	const char *small[] = { "/probe", "hog", "16", NULL };
+	o.argv = small;
+	cr_assert_eq(sbx_sandbox_exec(&r, sb, &o, NULL), 0);
+	cr_assert_eq(r.exit_code, 0, "%s %s", r.out, r.err);
+	cr_assert_str_eq(r.out, "hog: allocated 16 MiB\n");
+	sbx_exec_result_free(&r);
+	destroy(sb);
+}
+
+Test(limits, filling_the_disk_stops_at_storage_mb)
+{
+	sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
+	so.storage_mb = 32;
+	sbx_sandbox *sb = sbx_test_sandbox(rt, &so);
+	int code;
+	char *out = sbx_test_sh(sb, "dd if=/dev/zero of=/big bs=1M count=100 2>&1; "
+				    "echo size=$(( $(wc -c < /big) / 1048576 ))", &code);
+	cr_assert_not_null(strstr(out, "No space left on device"), "%s", out);
+	char *size = strstr(out, "size=");
+	cr_assert_not_null(size, "%s", out);
+	int mb = atoi(size + 5);
+	cr_assert(mb >= 28 && mb <= 32, "wrote %d MiB with a 32 MiB cap", mb);
+	free(out);
+	/* deleting frees the space again */
+	out = sbx_test_sh(sb, "rm /big; dd if=/dev/zero of=/f bs=1M count=8 2>/dev/null && echo ok", &code);
+	cr_assert_str_eq(out, "ok\n");
+	free(out);
+	destroy(sb);
+}
+
+Test(limits, cpu_quota_is_applied)
+{
+	sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
+	so.cpus = 0.5;
+	sbx_sandbox *sb = sbx_test_sandbox(rt, &so);
+	/* Its own cgroup is not mounted inside the sandbox; check from the host. */
+	char pat[256];
+	snprintf(pat, sizeof(pat), "/sys/fs/cgroup/cpu/sbx-*/%s/cpu.cfs_quota_us", sbx_sandbox_id(sb));
+	glob_t g;
+	if (glob(pat, 0, NULL, &g) == 0) {
+		FILE *f = fopen(g.gl_pathv[0], "r");
+		long q = 0;
+		cr_assert_eq(fscanf(f, "%ld", &q), 1);
+		cr_assert_eq(q, 50000);
+		fclose(f);
+	} else {
+		snprintf(pat, sizeof(pat), "/sys/fs/cgroup/unified/sbx-*/%s/cpu.max", sbx_sandbox_id(sb));
+		cr_assert_eq(glob(pat, 0, NULL, &g), 0, "no cpu controller file for %s", sbx_sandbox_id(sb));
+		FILE *f = fopen(g.gl_pathv[0], "r");
+		char line[64] = "";
+		cr_assert_not_null(fgets(line, sizeof(line), f));
+		cr_assert_str_eq(line, "50000 100000\n");
+		fclose(f);
+	}
+	globfree(&g);
+	destroy(sb);
+}

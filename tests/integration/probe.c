@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sbx-probe: a static helper uploaded into test sandboxes. Each subcommand
+ * tries one thing and prints the outcome, so tests can assert on what the
+ * sandbox allows (busybox alone cannot call ptrace or bpf).
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+static int report(const char *what, long r)
+{
+	printf("%s: %s\n", what, r < 0 ? strerror(errno) : "ok");
+	return r < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return 2;
+	const char *c = argv[1];
+	if (!strcmp(c, "mount"))
+		return report("mount", mount("none", "/tmp", "tmpfs", 0, NULL));
+	if (!strcmp(c, "ptrace"))
+		return report("ptrace", ptrace(PTRACE_TRACEME, 0, NULL, NULL));
+	if (!strcmp(c, "unshare"))
+		return report("unshare", unshare(CLONE_NEWUSER));
+	if (!strcmp(c, "bpf"))
+		return report("bpf", syscall(SYS_bpf, 0, NULL, 0));
+	if (!strcmp(c, "keyctl"))
+		return report("keyctl", syscall(SYS_keyctl, 0, 0, 0, 0, 0));
+	if (!strcmp(c, "mknod"))
+		return report("mknod", mknod("/tmp/sda", 060600, 0x800));
+	if (!strcmp(c, "connect") && argc > 2) {
+		int s = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[2])) };
+		inet_pton(AF_INET, argc > 3 ? argv[3] : "127.0.0.1", &sa.sin_addr);
+		return report("connect", connect(s, (struct sockaddr *)&sa, sizeof(sa)));
+	}
+	if (!strcmp(c, "hog") && argc > 2) {
+		size_t mb = (size_t)atol(argv[2]);
+		for (size_t i = 0; i < mb; i++) {
+			char *p = malloc(1 << 20);
+			if (!p)
+				return report("hog", -1);
+			memset(p, 1, 1 << 20);
+		}
+		printf("hog: allocated %zu MiB\n", mb);
+		return 0;
+	}
+	return 2;
+}
