@@ -20,9 +20,9 @@
 int sbx__local_connect(struct local_sb *sb, int *fd_out, sbx_error **err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ctl.sock", sb->dir);
+	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.sock", sb->dir);
 	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
-		return sbx_error_set(err, -ENAMETOOLONG, "control socket path %s/ctl.sock is too long", sb->dir);
+		return sbx_error_set(err, -ENAMETOOLONG, "control socket path %s.sock is too long", sb->dir);
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return sbx_error_setsys(err, -errno, errno, "socket");

@@ -38,7 +38,8 @@ static int local_init(void **ctx_out, sbx_runtime *rt, sbx_error **err)
 	struct local_ctx *c = xcalloc(1, sizeof(*c));
 	c->rt = rt;
 	c->dir = xasprintf("%s/local", sbx_runtime_state_dir(rt));
-	int r = sbx__mkdir_p(c->dir, 0700, err);
+	_cleanup_free_ char *mnt = xasprintf("%s/.mnt", c->dir);
+	int r = sbx__mkdir_p(mnt, 0700, err);
 	if (r == 0)
 		r = sbx__cg_detect(&c->cg, c->dir, err);
 	if (r < 0) {
@@ -65,7 +66,7 @@ static struct local_sb *sb_new(struct local_ctx *c, const char *id)
 	struct local_sb *sb = xcalloc(1, sizeof(*sb));
 	sb->ctx = c;
 	snprintf(sb->id, sizeof(sb->id), "%s", id);
-	sb->dir = xasprintf("%s/%s", c->dir, id);
+	sb->dir = xasprintf("%s/%s", c->dir, id); /* files are <dir>.json and <dir>.sock */
 	sb->pidfd = -1;
 	sb->rootfd = -1;
 	pthread_mutex_init(&sb->lock, NULL);
@@ -108,33 +109,45 @@ static void kill_init(struct local_sb *sb)
 	sb->pid = 0;
 }
 
-/* Everything a sandbox holds on the host, in reverse order of creation. */
+static char *path_of(const struct local_sb *sb, const char *ext)
+{
+	return xasprintf("%s.%s", sb->dir, ext);
+}
+
+/* Everything a sandbox holds on the host, in reverse order of creation: init
+ * (its death takes every process, mount and namespace inside with it), the
+ * cgroups, the socket, and last the state file, so a teardown cut short is
+ * still listed and finished by GC. */
 static int teardown(struct local_sb *sb, sbx_error **err)
 {
 	if (sb->rootfd >= 0) {
 		close(sb->rootfd);
 		sb->rootfd = -1;
 	}
+	double t0 = sbx__now_mono();
 	kill_init(sb);
+	double t1 = sbx__now_mono();
 	int r = sbx__cg_remove(&sb->ctx->cg, sb->id, err);
 	if (r < 0)
 		return r;
-	/* Rename first: a removal cut short leaves a .del- dir, never a
-	 * half-deleted sandbox dir without its state file. */
-	_cleanup_free_ char *del = xasprintf("%s/.del-%s", sb->ctx->dir, sb->id);
-	if (rename(sb->dir, del) < 0 && errno != ENOENT)
-		return sbx_error_setsys(err, -errno, errno, "remove %s", sb->dir);
-	return sbx__rm_rf(del, err);
+	double t2 = sbx__now_mono();
+	_cleanup_free_ char *sock = path_of(sb, "sock");
+	_cleanup_free_ char *state = path_of(sb, "json");
+	if ((unlink(sock) < 0 && errno != ENOENT) || (unlink(state) < 0 && errno != ENOENT))
+		return sbx_error_setsys(err, -errno, errno, "remove state of sandbox %s", sb->id);
+	SBX_LOGD("local: teardown %s: kill %.2f ms, cgroups %.2f ms, files %.2f ms", sb->id, (t1 - t0) * 1e3,
+		 (t2 - t1) * 1e3, (sbx__now_mono() - t2) * 1e3);
+	return 0;
 }
 
-static int make_listener(const char *dir, int *fd_out, sbx_error **err)
+static int make_listener(const char *base, int *fd_out, sbx_error **err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ctl.sock", dir);
+	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.sock", base);
 	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
 		return sbx_error_set(err, -ENAMETOOLONG,
 				     "state dir %s is too deep for a unix socket path (max %zu bytes); set SBX_STATE_DIR shorter",
-				     dir, sizeof(sa.sun_path) - 20);
+				     base, sizeof(sa.sun_path) - 20);
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return sbx_error_setsys(err, -errno, errno, "socket");
@@ -170,9 +183,7 @@ static int send_setup(struct local_sb *sb, int sync, int listener, const sbx_ima
 	sbx__msg_add_str(&m, T_ID, sb->id);
 	for (size_t i = 0; i < img->n_layers; i++)
 		sbx__msg_add_str(&m, T_LAYER, img->layer_paths[i]);
-	_cleanup_free_ char *root = xasprintf("%s/root", sb->dir);
-	_cleanup_free_ char *rw = xasprintf("%s/rw", sb->dir);
-	sbx__msg_add_str(&m, T_ROOT_MNT, root);
+	_cleanup_free_ char *rw = xasprintf("%s/.mnt", sb->ctx->dir);
 	sbx__msg_add_str(&m, T_RW_MNT, rw);
 	if (o->upper_dir)
 		sbx__msg_add_str(&m, T_UPPER_DIR, o->upper_dir);
@@ -218,8 +229,16 @@ static int await_ready(struct local_sb *sb, int sync, sbx_error **err)
 		close(fds[i]);
 	if (n <= 0)
 		return sbx_error_set(err, -EIO, "sandbox %s: init exited during setup", sb->id);
-	if (sbx__msg_type(buf) == M_READY)
+	if (sbx__msg_type(buf) == M_READY) {
+		size_t off = 0;
+		uint16_t tag;
+		const char *d;
+		uint32_t dl;
+		while (sbx__msg_next(buf, (size_t)n, &off, &tag, &d, &dl) == 1)
+			if (tag == T_MSG)
+				SBX_LOGD("local: %s init setup: %.*s", sb->id, (int)dl, d);
 		return 0;
+	}
 	size_t off = 0;
 	uint16_t tag;
 	const char *d;
@@ -252,47 +271,12 @@ static void fill_state(struct local_state *st, struct local_sb *sb, const sbx_sa
 	st->labels = (char **)o->labels;
 }
 
-/* The sandbox directory appears atomically, state file included: it is
- * built as .new-<id>-<owner pid>-<owner start> and renamed into place, so a
- * creator killed at any instant leaves either nothing or a staging dir whose
- * name says whose it was (list() removes those once that owner is gone). */
-static int stage_dir(struct local_sb *sb, const sbx_sandbox_opts *o, sbx_error **err)
+static int write_state(struct local_sb *sb, const sbx_sandbox_opts *o, sbx_error **err)
 {
 	struct local_state st;
-	fill_state(&st, sb, o, "creating");
-	_cleanup_free_ char *stage = xasprintf("%s/.new-%s-%d-%llu", sb->ctx->dir, sb->id, (int)st.owner,
-					       (unsigned long long)st.owner_start);
-	_cleanup_free_ char *root = xasprintf("%s/root", stage);
-	_cleanup_free_ char *rw = xasprintf("%s/rw", stage);
-	int r;
-	if ((r = sbx__mkdir_p(root, 0700, err)) < 0 || (r = sbx__mkdir_p(rw, 0700, err)) < 0 ||
-	    (r = sbx__state_write(stage, &st, err)) < 0)
-		goto fail;
-	if (rename(stage, sb->dir) < 0) {
-		r = sbx_error_setsys(err, -errno, errno, "rename %s", stage);
-		goto fail;
-	}
-	return 0;
-fail:
-	sbx__rm_rf(stage, NULL);
-	return r;
-}
-
-/* Removes a staging directory whose creator died, or a directory whose
- * removal was cut short; returns 1 if the name was one of those. */
-static int reap_stage(struct local_ctx *c, const char *name)
-{
-	char id[LOCAL_ID_LEN + 1];
-	int pid;
-	unsigned long long start;
-	int del = sscanf(name, ".del-%12[0-9a-f]", id) == 1;
-	if (!del && sscanf(name, ".new-%12[0-9a-f]-%d-%llu", id, &pid, &start) != 3)
-		return 0;
-	if (del || !sbx__proc_alive(pid, start)) {
-		_cleanup_free_ char *p = xasprintf("%s/%s", c->dir, name);
-		sbx__rm_rf(p, NULL);
-	}
-	return 1;
+	fill_state(&st, sb, o, "running");
+	_cleanup_free_ char *path = path_of(sb, "json");
+	return sbx__state_write(path, &st, err);
 }
 
 static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandbox_opts *o,
@@ -310,33 +294,36 @@ static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandb
 	sbx__random_hex(id, LOCAL_ID_LEN);
 	struct local_sb *sb = sb_new(c, id);
 	int listener = -1, sync[2] = { -1, -1 };
-	struct local_state st;
-	if ((r = stage_dir(sb, o, err)) < 0) {
-		local_close(sb);
-		sb = NULL;
-		goto out;
-	}
-	if ((r = sbx__cg_create(&c->cg, id, o, err)) < 0 || (r = make_listener(sb->dir, &listener, err)) < 0)
-		goto out;
+	double t0 = sbx__now_mono(), t_stage = 0, t_cg = 0, t_spawn = 0;
+	/* Order matters for GC: the state file (with init's pid) exists before
+	 * the socket and the cgroups do, and init waits for its setup, so a
+	 * creator killed at any point leaves nothing or something `list` marks
+	 * as leaked (teardown removes them in the reverse order). */
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0) {
 		r = sbx_error_setsys(err, -errno, errno, "socketpair");
 		goto out;
 	}
+	t_stage = sbx__now_mono();
 	r = sbx__init_spawn(&sb->pid, &sb->pidfd, sync[1], o->network != SBX_NETWORK_HOST, err);
 	close(sync[1]);
 	sync[1] = -1;
 	if (r < 0)
 		goto out;
 	sb->is_child = 1;
+	t_spawn = sbx__now_mono();
 	sb->start = sbx__proc_starttime(sb->pid);
-	if ((r = sbx__cg_attach(&c->cg, id, sb->pid, err)) < 0 ||
-	    (r = send_setup(sb, sync[0], listener, img, o, err)) < 0 ||
+	if ((r = write_state(sb, o, err)) < 0 || (r = make_listener(sb->dir, &listener, err)) < 0 ||
+	    (r = sbx__cg_create(&c->cg, id, o, err)) < 0 ||
+	    (r = sbx__cg_attach(&c->cg, id, sb->pid, err)) < 0)
+		goto out;
+	t_cg = sbx__now_mono();
+	if ((r = send_setup(sb, sync[0], listener, img, o, err)) < 0 ||
 	    (r = await_ready(sb, sync[0], err)) < 0)
 		goto out;
-	fill_state(&st, sb, o, "running");
-	if ((r = sbx__state_write(sb->dir, &st, err)) < 0)
-		goto out;
-	SBX_LOGD("local: created %s (init pid %d, image %s)", id, (int)sb->pid, o->image);
+	SBX_LOGD("local: created %s (init pid %d, image %s) in %.2f ms: prepare %.2f, spawn %.2f, "
+		 "state+cgroups %.2f, setup %.2f", id, (int)sb->pid, o->image, (sbx__now_mono() - t0) * 1e3,
+		 (t_stage - t0) * 1e3, (t_spawn - t_stage) * 1e3, (t_cg - t_spawn) * 1e3,
+		 (sbx__now_mono() - t_cg) * 1e3);
 	*id_out = xstrdup(id);
 	*sb_out = steal_ptr(&sb);
 out:
@@ -366,7 +353,8 @@ static int local_open(void **sb_out, void *ctx, const char *id, sbx_error **err)
 		return sbx_error_set(err, -ENOENT, "no sandbox '%s' (ids are %d hex digits)", id, LOCAL_ID_LEN);
 	struct local_sb *sb = sb_new(c, id);
 	struct local_state st;
-	int r = sbx__state_read(&st, sb->dir, NULL);
+	_cleanup_free_ char *path = path_of(sb, "json");
+	int r = sbx__state_read(&st, path, NULL);
 	if (r < 0) {
 		local_close(sb);
 		return sbx_error_set(err, -ENOENT, "no sandbox '%s' in %s", id, c->dir);
@@ -430,9 +418,10 @@ static int local_set_timeout(void *h, unsigned ttl_s, sbx_error **err)
 	if (r < 0)
 		return r;
 	struct local_state st;
-	if (sbx__state_read(&st, sb->dir, NULL) == 0) {
+	_cleanup_free_ char *path = path_of(sb, "json");
+	if (sbx__state_read(&st, path, NULL) == 0) {
 		st.expires = ttl_s ? sbx__now_real() + ttl_s : 0;
-		r = sbx__state_write(sb->dir, &st, err);
+		r = sbx__state_write(path, &st, err);
 		sbx__state_clear(&st);
 	}
 	return r;
@@ -449,27 +438,28 @@ static int local_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_erro
 	struct dirent *de;
 	double now = sbx__now_real();
 	while ((de = readdir(d))) {
-		if (reap_stage(c, de->d_name) || !valid_id(de->d_name))
+		size_t len = strlen(de->d_name);
+		if (len != LOCAL_ID_LEN + 5 || strcmp(de->d_name + LOCAL_ID_LEN, ".json") != 0)
 			continue;
-		_cleanup_free_ char *dir = xasprintf("%s/%s", c->dir, de->d_name);
+		_cleanup_free_ char *path = xasprintf("%s/%s", c->dir, de->d_name);
 		struct local_state st;
-		if (sbx__state_read(&st, dir, NULL) < 0)
+		if (sbx__state_read(&st, path, NULL) < 0)
 			continue;
 		v = xrealloc(v, (n + 1) * sizeof(*v));
 		sbx_sandbox_info *i = &v[n++];
 		memset(i, 0, sizeof(*i));
 		int alive = sbx__proc_alive(st.pid, st.start);
-		int creating = strcmp(st.status, "creating") == 0;
+
 		int owner_alive = sbx__proc_alive(st.owner, st.owner_start);
 		i->id = xstrdup(st.id);
 		i->provider = xstrdup("local");
 		i->image = xstrdup(st.image);
-		i->state = xstrdup(alive && !creating ? "running" : creating && owner_alive ? "creating" : "dead");
+		i->state = xstrdup(alive ? "running" : "dead");
 		i->labels = steal_ptr(&st.labels);
 		i->created_at = st.created;
 		i->expires_at = st.expires;
 		i->pid = st.pid;
-		i->leaked = !alive && !(creating && owner_alive);
+		i->leaked = !alive;
 		if (alive && !st.detach && !owner_alive)
 			i->leaked = 1;
 		if (alive && st.expires && now > st.expires + 5)
@@ -480,9 +470,8 @@ static int local_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_erro
 	 * state file. They are listed as dead so GC removes them. */
 	char **orphans = sbx__cg_list(&c->cg);
 	for (size_t k = 0; orphans && orphans[k]; k++) {
-		_cleanup_free_ char *dir = xasprintf("%s/%s", c->dir, orphans[k]);
-		struct stat s;
-		if (stat(dir, &s) == 0)
+		_cleanup_free_ char *path = xasprintf("%s/%s.json", c->dir, orphans[k]);
+		if (access(path, F_OK) == 0)
 			continue;
 		v = xrealloc(v, (n + 1) * sizeof(*v));
 		sbx_sandbox_info *i = &v[n++];
@@ -506,7 +495,8 @@ static int local_destroy_id(void *ctx, const char *id, sbx_error **err)
 		return sbx_error_set(err, -ENOENT, "no sandbox '%s'", id);
 	struct local_sb *sb = sb_new(c, id);
 	struct local_state st;
-	int have = sbx__state_read(&st, sb->dir, NULL) == 0;
+	_cleanup_free_ char *path = path_of(sb, "json");
+	int have = sbx__state_read(&st, path, NULL) == 0;
 	if (have) {
 		if (sbx__proc_alive(st.pid, st.start)) {
 			sb->pid = st.pid;
@@ -515,9 +505,8 @@ static int local_destroy_id(void *ctx, const char *id, sbx_error **err)
 		}
 		sbx__state_clear(&st);
 	}
-	struct stat s;
 	char **cgs = sbx__cg_list(&c->cg);
-	int exists = have || stat(sb->dir, &s) == 0;
+	int exists = have;
 	for (size_t k = 0; cgs && cgs[k]; k++)
 		exists |= strcmp(cgs[k], id) == 0;
 	sbx__strv_free(cgs);

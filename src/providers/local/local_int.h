@@ -29,7 +29,7 @@ struct local_ctx {
 struct local_sb {
 	struct local_ctx *ctx;
 	char id[LOCAL_ID_LEN + 1];
-	char *dir;          /* <state>/local/<id> */
+	char *dir;          /* <state>/local/<id>: files are <dir>.json, <dir>.sock */
 	pid_t pid;          /* init, host pid */
 	uint64_t start;     /* init's start time (clock ticks) against pid reuse */
 	int pidfd;          /* -1 if unavailable */
@@ -96,8 +96,8 @@ struct local_state {
 	double expires;     /* 0 = never */
 	char **labels;
 };
-int sbx__state_write(const char *dir, const struct local_state *st, sbx_error **err);
-int sbx__state_read(struct local_state *st, const char *dir, sbx_error **err);
+int sbx__state_write(const char *path, const struct local_state *st, sbx_error **err);
+int sbx__state_read(struct local_state *st, const char *path, sbx_error **err);
 void sbx__state_clear(struct local_state *st);
 
 #endif

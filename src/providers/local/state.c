@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The per-sandbox state file, <state>/local/<id>/state.json: enough for any
+ * The per-sandbox state file, <state>/local/<id>.json: enough for any
  * process (the CLI, a restarted server, `sbx gc`) to find, verify and remove
  * a sandbox: init's pid and start time, the owner's pid and start time, the
  * image, labels and expiry. Written atomically.
@@ -16,7 +16,7 @@
 #include "../../util/str.h"
 #include "local_int.h"
 
-int sbx__state_write(const char *dir, const struct local_state *st, sbx_error **err)
+int sbx__state_write(const char *path, const struct local_state *st, sbx_error **err)
 {
 	json_t *labels = json_array();
 	for (size_t i = 0; st->labels && st->labels[i]; i++)
@@ -32,16 +32,14 @@ int sbx__state_write(const char *dir, const struct local_state *st, sbx_error **
 		return sbx_error_set(err, -EINVAL, "state for %s: labels or image are not valid UTF-8", st->id);
 	char *text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
-	_cleanup_free_ char *path = xasprintf("%s/state.json", dir);
 	int r = sbx__write_file_atomic(path, text, strlen(text), 0600, err);
 	free(text);
 	return r;
 }
 
-int sbx__state_read(struct local_state *st, const char *dir, sbx_error **err)
+int sbx__state_read(struct local_state *st, const char *path, sbx_error **err)
 {
 	memset(st, 0, sizeof(*st));
-	_cleanup_free_ char *path = xasprintf("%s/state.json", dir);
 	json_error_t je;
 	json_t *o = json_load_file(path, 0, &je);
 	if (!o)

@@ -20,8 +20,8 @@ struct init_cfg {
 	const char *layers[INIT_MAX_LAYERS]; /* bottom first */
 	int n_layers;
 	const char *upper_dir;   /* host dir holding upper/ and work/, or NULL for tmpfs */
-	const char *root_mnt;    /* host path where the overlay is mounted (our mount ns) */
-	const char *rw_mnt;      /* host path for the tmpfs holding upper/work */
+	const char *root_mnt;    /* <rw_mnt>/root: where the overlay is mounted */
+	const char *rw_mnt;      /* shared host dir; our private tmpfs goes on it */
 	uint64_t storage_mb;
 	uint64_t shm_mb;
 	const char *hostname;
@@ -38,7 +38,7 @@ struct init_cfg {
 };
 
 /* rootfs.c: mounts, /dev, /proc masks, identity files, pivot_root. 0 or -errno, msg filled. */
-int init_rootfs(const struct init_cfg *cfg, char *msg, size_t msglen);
+int init_rootfs(struct init_cfg *cfg, char *msg, size_t msglen);
 /* caps.c: capability drop, no_new_privs, seccomp. 0 or -errno. */
 int init_harden(const struct init_cfg *cfg, char *msg, size_t msglen);
 /* net.c: bring loopback up. */
@@ -61,5 +61,6 @@ void init_loop(struct init_cfg *cfg) __attribute__((noreturn));
 void init_fmt(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void init_append_errno(char *msg, size_t len, int e);
 uint64_t init_now_ms(void);
+uint64_t init_now_us(void);
 
 #endif

@@ -36,6 +36,13 @@ void init_append_errno(char *msg, size_t len, int e)
 		snprintf(msg + n, len - n, ": %s", strerror(e));
 }
 
+uint64_t init_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
 uint64_t init_now_ms(void)
 {
 	struct timespec ts;
@@ -70,7 +77,6 @@ static int parse_setup(struct init_cfg *cfg, const char *buf, size_t len)
 			cfg->layers[cfg->n_layers++] = dupz(d, n);
 			break;
 		case T_UPPER_DIR: cfg->upper_dir = dupz(d, n); break;
-		case T_ROOT_MNT: cfg->root_mnt = dupz(d, n); break;
 		case T_RW_MNT: cfg->rw_mnt = dupz(d, n); break;
 		case T_STORAGE_MB: cfg->storage_mb = sbx__msg_u64(d, n); break;
 		case T_SHM_MB: cfg->shm_mb = sbx__msg_u64(d, n); break;
@@ -90,7 +96,7 @@ static int parse_setup(struct init_cfg *cfg, const char *buf, size_t len)
 		}
 	}
 	cfg->env[nenv] = NULL;
-	if (r < 0 || !cfg->root_mnt || !cfg->rw_mnt || !cfg->hostname)
+	if (r < 0 || !cfg->rw_mnt || !cfg->hostname)
 		return -EPROTO;
 	return 0;
 }
@@ -128,13 +134,18 @@ int main(void)
 	if (n <= 0 || sbx__msg_type(buf) != M_SETUP || nfds < 1)
 		_exit(2); /* the host went away before sending the setup */
 	memset(&cfg, 0, sizeof(cfg));
+	/* Stage timings travel back in M_READY for the host's debug log. */
+	uint64_t t[6];
+	t[0] = init_now_us();
 	cfg.ctl_fd = fds[0];
 	cfg.cg_fd = nfds > 1 ? fds[1] : -1;
 	int r = parse_setup(&cfg, buf, (size_t)n);
 	if (r < 0)
 		fail("malformed setup message", -r);
+	t[1] = init_now_us();
 	if ((r = init_rootfs(&cfg, msg, sizeof(msg))) < 0)
 		fail(msg, -r);
+	t[2] = init_now_us();
 	if (sethostname(cfg.hostname, strlen(cfg.hostname)) < 0)
 		fail("sethostname", errno);
 	if (!cfg.network_host && (r = init_loopback_up(msg, sizeof(msg))) < 0)
@@ -142,6 +153,7 @@ int main(void)
 	/* The host placed us in our cgroups before M_SETUP; make them our root. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		fail("unshare cgroup namespace", errno);
+	t[3] = init_now_us();
 	if (cfg.workdir)
 		mkdir_p(cfg.workdir);
 	int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
@@ -153,7 +165,15 @@ int main(void)
 	}
 	if ((r = init_harden(&cfg, msg, sizeof(msg))) < 0)
 		fail(msg, -r);
-	if (sbx__msg_send_simple(SYNC_FD, M_READY, NULL, 0) < 0)
+	t[4] = init_now_us();
+	char rbuf[256];
+	struct sbx_msg rm;
+	sbx__msg_init(&rm, rbuf, sizeof(rbuf), M_READY);
+	snprintf(msg, sizeof(msg), "recv %.2f, rootfs %.2f, net+cgns %.2f, harden %.2f ms",
+		 (double)(t[1] - t[0]) / 1e3, (double)(t[2] - t[1]) / 1e3, (double)(t[3] - t[2]) / 1e3,
+		 (double)(t[4] - t[3]) / 1e3);
+	sbx__msg_add_str(&rm, T_MSG, msg);
+	if (sbx__msg_send(SYNC_FD, &rm, NULL, 0) < 0)
 		_exit(3);
 	close(SYNC_FD);
 	init_loop(&cfg);

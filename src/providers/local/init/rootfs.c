@@ -71,18 +71,22 @@ static int mount_overlay_legacy(const struct init_cfg *cfg, const char *upper, c
 	return r;
 }
 
-static int make_rw(const struct init_cfg *cfg, char *upper, char *work, size_t n, char *msg,
-		   size_t msglen)
+/* A private tmpfs on the shared mount base (invisible outside our mount
+ * namespace) holds the overlay mountpoint and, unless the host gave a disk
+ * upper dir, the upper and work dirs too: its size is the storage cap. */
+static int make_rw(struct init_cfg *cfg, char *upper, char *work, size_t n, char *msg, size_t msglen)
 {
-	const char *base = cfg->upper_dir;
-	if (!base) {
-		char opts[64];
-		snprintf(opts, sizeof(opts), "mode=0755,size=%llum",
-			 (unsigned long long)(cfg->storage_mb ? cfg->storage_mb : 10240));
-		if (mount("sbx-rw", cfg->rw_mnt, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-			FAIL("mount tmpfs for the writable layer on %s", cfg->rw_mnt);
-		base = cfg->rw_mnt;
-	}
+	char opts[64];
+	unsigned long long mb = cfg->upper_dir ? 1 : (cfg->storage_mb ? cfg->storage_mb : 10240);
+	snprintf(opts, sizeof(opts), "mode=0755,size=%llum", mb);
+	if (mount("sbx-rw", cfg->rw_mnt, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		FAIL("mount tmpfs for the writable layer on %s", cfg->rw_mnt);
+	static char root[4096];
+	snprintf(root, sizeof(root), "%s/root", cfg->rw_mnt);
+	cfg->root_mnt = root;
+	if (mkdir(root, 0755) < 0)
+		FAIL("create %s", root);
+	const char *base = cfg->upper_dir ? cfg->upper_dir : cfg->rw_mnt;
 	snprintf(upper, n, "%s/upper", base);
 	snprintf(work, n, "%s/work", base);
 	if ((mkdir(upper, 0755) < 0 && errno != EEXIST) || (mkdir(work, 0700) < 0 && errno != EEXIST))
@@ -192,7 +196,7 @@ static int identity_files(const struct init_cfg *cfg, char *msg, size_t msglen)
 	return 0;
 }
 
-int init_rootfs(const struct init_cfg *cfg, char *msg, size_t msglen)
+int init_rootfs(struct init_cfg *cfg, char *msg, size_t msglen)
 {
 	char upper[4096], work[4096];
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
