@@ -362,10 +362,84 @@ void bench_host_json(FILE *f)
 	fprintf(f, ", \"cpus\": %ld", sysconf(_SC_NPROCESSORS_ONLN));
 }
 
-void bench_density_measure(bench_density_point *pt, const bench_meminfo *base, const pid_t *roots,
-			   size_t n_roots)
+int bench_slabinfo_read(bench_slabinfo *out)
+{
+	memset(out, 0, sizeof(*out));
+	FILE *f = fopen("/proc/slabinfo", "re");
+	if (!f)
+		return -errno;
+	char line[512];
+	size_t cap = 0;
+	long page_kib = sysconf(_SC_PAGESIZE) / 1024;
+	while (fgets(line, sizeof(line), f)) {
+		char name[64];
+		long active, num, objsize, perslab, pages, active_slabs, num_slabs;
+		if (line[0] == '#' || strncmp(line, "slabinfo", 8) == 0)
+			continue;
+		if (sscanf(line, "%63s %ld %ld %ld %ld %ld : tunables %*d %*d %*d : slabdata %ld %ld",
+			   name, &active, &num, &objsize, &perslab, &pages, &active_slabs, &num_slabs) != 8)
+			continue;
+		if (out->n == cap) {
+			cap = cap ? cap * 2 : 256;
+			out->name = bench_xreallocarray(out->name, cap, sizeof(*out->name));
+			out->kib = bench_xreallocarray(out->kib, cap, sizeof(*out->kib));
+		}
+		memcpy(out->name[out->n], name, sizeof(name));
+		out->kib[out->n++] = num_slabs * pages * page_kib;
+	}
+	fclose(f);
+	return 0;
+}
+
+void bench_slabinfo_free(bench_slabinfo *s)
+{
+	free(s->name);
+	free(s->kib);
+	memset(s, 0, sizeof(*s));
+}
+
+void bench_slabinfo_top(char *buf, size_t len, const bench_slabinfo *a, const bench_slabinfo *b,
+			size_t k)
+{
+	long *delta = bench_xcalloc(b->n, sizeof(*delta));
+	for (size_t i = 0; i < b->n; i++) {
+		delta[i] = b->kib[i];
+		for (size_t j = 0; j < a->n; j++)
+			if (strcmp(a->name[j], b->name[i]) == 0) {
+				delta[i] -= a->kib[j];
+				break;
+			}
+	}
+	size_t off = 0;
+	buf[0] = '\0';
+	for (size_t t = 0; t < k; t++) {
+		size_t best = b->n;
+		for (size_t i = 0; i < b->n; i++)
+			if (delta[i] > 0 && (best == b->n || delta[i] > delta[best]))
+				best = i;
+		if (best == b->n || off >= len)
+			break;
+		int w = snprintf(buf + off, len - off, "%s%s +%.1f MiB", t ? ", " : "", b->name[best],
+				 (double)delta[best] / 1024.0);
+		if (w < 0)
+			break;
+		off += (size_t)w;
+		delta[best] = 0;
+	}
+	free(delta);
+}
+
+void bench_density_measure(bench_density_point *pt, const bench_meminfo *base,
+			   const bench_slabinfo *base_slab, const pid_t *roots, size_t n_roots)
 {
 	bench_meminfo now;
+	pt->slab_top[0] = '\0';
+	if (base_slab && base_slab->n) {
+		bench_slabinfo cur;
+		if (bench_slabinfo_read(&cur) == 0)
+			bench_slabinfo_top(pt->slab_top, sizeof(pt->slab_top), base_slab, &cur, 5);
+		bench_slabinfo_free(&cur);
+	}
 	pt->pss = bench_tree_pss(roots, n_roots, &pt->nproc, &pt->pss_anon);
 	if (bench_meminfo_read(&now) < 0)
 		memset(&now, 0, sizeof(now));
@@ -403,6 +477,8 @@ void bench_density_print(FILE *f, const bench_density_point *pt, const bench_den
 		(double)pt->slab / 1024.0 / c, (double)pt->kernel_stack / 1024.0 / c,
 		(double)pt->page_tables / 1024.0 / c, pt->nproc,
 		pt->create_s > 0 ? (double)step / pt->create_s : 0.0);
+	if (pt->slab_top[0])
+		fprintf(f, "          slab growth: %s\n", pt->slab_top);
 }
 
 void bench_density_json(FILE *f, const bench_density_point *pt)
@@ -410,8 +486,10 @@ void bench_density_json(FILE *f, const bench_density_point *pt)
 	double c = (double)pt->count;
 	fprintf(f, "{\"count\": %lu, \"used_kib\": %ld, \"mib_per\": %.4f, \"attributed_mib_per\": %.4f, "
 		   "\"pss_kib\": %ld, \"pss_anon_kib\": %ld, \"slab_kib\": %ld, \"kernel_stack_kib\": %ld, \"page_tables_kib\": %ld, "
-		   "\"shmem_kib\": %ld, \"procs\": %zu, \"create_s\": %.3f}",
+		   "\"shmem_kib\": %ld, \"procs\": %zu, \"create_s\": %.3f, \"slab_top\": ",
 		pt->count, pt->used, (double)pt->used / 1024.0 / c,
 		(double)bench_density_attributed(pt) / 1024.0 / c, pt->pss, pt->pss_anon, pt->slab, pt->kernel_stack,
 		pt->page_tables, pt->shmem, pt->nproc, pt->create_s);
+	bench_json_str(f, pt->slab_top);
+	fputc('}', f);
 }

@@ -78,6 +78,20 @@ pid_t bench_ppid(pid_t pid);
  */
 long bench_tree_pss(const pid_t *roots, size_t n, size_t *nproc_out, long *anon_out);
 
+/* Per-cache slab memory from /proc/slabinfo (root only), KiB. */
+typedef struct bench_slabinfo {
+	size_t n;
+	char (*name)[64];
+	long *kib;
+} bench_slabinfo;
+
+/* Reads /proc/slabinfo; -errno on failure (then *out is empty). */
+int bench_slabinfo_read(bench_slabinfo *out);
+void bench_slabinfo_free(bench_slabinfo *s);
+/* "dentry +12.3 MiB, ..." for the k caches that grew most from a to b. */
+void bench_slabinfo_top(char *buf, size_t len, const bench_slabinfo *a, const bench_slabinfo *b,
+			size_t k);
+
 /* Host memory with `count` idle sandboxes (or peer processes) alive, in KiB. */
 typedef struct bench_density_point {
 	unsigned long count; /* sandboxes alive */
@@ -87,11 +101,15 @@ typedef struct bench_density_point {
 	size_t nproc;        /* processes in those trees */
 	long slab, kernel_stack, page_tables, shmem; /* deltas against the baseline */
 	double create_s;     /* wall time spent creating this step's sandboxes */
+	char slab_top[256];  /* the slab caches that grew most, from bench_slabinfo_top */
 } bench_density_point;
 
-/* Fills pt (except count and create_s) against `base`, for the trees under roots. */
-void bench_density_measure(bench_density_point *pt, const bench_meminfo *base, const pid_t *roots,
-			   size_t n_roots);
+/*
+ * Fills pt (except count and create_s) against `base` and `base_slab` (may be
+ * NULL), for the process trees under roots.
+ */
+void bench_density_measure(bench_density_point *pt, const bench_meminfo *base,
+			   const bench_slabinfo *base_slab, const pid_t *roots, size_t n_roots);
 /* Pss_Anon plus the kernel-side deltas (slab, stacks, page tables, shmem): the part of `used` attributable to the sandboxes. */
 long bench_density_attributed(const bench_density_point *pt);
 /* One table row; `prev` (may be NULL) gives the marginal cost since the last row. */

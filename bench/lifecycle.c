@@ -396,6 +396,8 @@ static int mode_density(struct opts *o)
 	size_t alive = 0, npts = 0;
 	char err[300] = "";
 	bench_meminfo base, after;
+	bench_slabinfo base_slab;
+	bench_slabinfo_read(&base_slab);
 	bench_meminfo_read(&base);
 	FILE *h = o->json ? stderr : stdout;
 	fprintf(h, "%s: idle density (image %s)\n", o->label, o->image);
@@ -424,7 +426,7 @@ static int mode_density(struct opts *o)
 		size_t nr = sandbox_roots(&roots, rt, o);
 		pts[npts].count = alive;
 		pts[npts].create_s = create_s;
-		bench_density_measure(&pts[npts], &base, roots, nr);
+		bench_density_measure(&pts[npts], &base, &base_slab, roots, nr);
 		free(roots);
 		long self_anon = 0, self_pss = bench_pss_kb(getpid(), &self_anon);
 		pts[npts].pss -= self_pss;
@@ -444,20 +446,22 @@ static int mode_density(struct opts *o)
 	bench_sleep(o->settle);
 	bench_meminfo_read(&after);
 	long residual = bench_meminfo_used(&after) - bench_meminfo_used(&base);
-	fprintf(h, "  destroyed %zu in %.1f s (%.0f/s); host memory now %+.1f MiB against the baseline\n",
+	fprintf(h, "  destroyed %zu in %.1f s (%.0f/s); host memory now %+.1f MiB against the baseline (slab %+.1f)\n",
 		alive, destroy_s, destroy_s > 0 ? (double)alive / destroy_s : 0.0,
-		(double)residual / 1024.0);
+		(double)residual / 1024.0, (double)(after.slab - base.slab) / 1024.0);
 	if (o->json) {
 		json_head(o, "density");
 		printf(", \"fit\": %zu, \"error\": ", alive);
 		bench_json_str(stdout, err[0] ? err : NULL);
-		printf(", \"destroy_s\": %.3f, \"residual_kib\": %ld, \"points\": [", destroy_s, residual);
+		printf(", \"destroy_s\": %.3f, \"residual_kib\": %ld, \"residual_slab_kib\": %ld, \"points\": [",
+		       destroy_s, residual, after.slab - base.slab);
 		for (size_t i = 0; i < npts; i++) {
 			printf(i ? ", " : "");
 			bench_density_json(stdout, &pts[i]);
 		}
 		printf("]}\n");
 	}
+	bench_slabinfo_free(&base_slab);
 	free(pts);
 	free(sbs);
 	free(counts);

@@ -271,6 +271,8 @@ static int mode_hold(const struct opts *o)
 	pid_t *pids = bench_xcalloc(max, sizeof(*pids));
 	bench_density_point *pts = bench_xcalloc(nc, sizeof(*pts));
 	bench_meminfo base, after;
+	bench_slabinfo base_slab;
+	bench_slabinfo_read(&base_slab);
 	bench_meminfo_read(&base);
 	size_t alive = 0, npts = 0;
 	char err[200] = "";
@@ -301,7 +303,7 @@ static int mode_hold(const struct opts *o)
 			break;
 		pts[npts].count = alive;
 		pts[npts].create_s = create_s;
-		bench_density_measure(&pts[npts], &base, pids, alive);
+		bench_density_measure(&pts[npts], &base, &base_slab, pids, alive);
 		bench_density_print(h, &pts[npts], npts ? &pts[npts - 1] : NULL);
 		npts++;
 	}
@@ -311,20 +313,22 @@ static int mode_hold(const struct opts *o)
 	bench_sleep(o->settle);
 	bench_meminfo_read(&after);
 	long residual = bench_meminfo_used(&after) - bench_meminfo_used(&base);
-	fprintf(h, "  after killing all: host memory %+.1f MiB against the baseline\n",
-		(double)residual / 1024.0);
+	fprintf(h, "  after killing all: host memory %+.1f MiB against the baseline (slab %+.1f)\n",
+		(double)residual / 1024.0, (double)(after.slab - base.slab) / 1024.0);
 	if (o->json) {
 		printf("{\"tool\": \"spawntime\", \"mode\": \"density\", \"label\": ");
 		bench_json_str(stdout, o->label);
 		printf(", \"fit\": %zu, \"error\": ", alive);
 		bench_json_str(stdout, err[0] ? err : NULL);
-		printf(", \"residual_kib\": %ld, \"points\": [", residual);
+		printf(", \"residual_kib\": %ld, \"residual_slab_kib\": %ld, \"points\": [", residual,
+		       after.slab - base.slab);
 		for (size_t i = 0; i < npts; i++) {
 			printf(i ? ", " : "");
 			bench_density_json(stdout, &pts[i]);
 		}
 		printf("]}\n");
 	}
+	bench_slabinfo_free(&base_slab);
 	free(pts);
 	free(pids);
 	free(counts);

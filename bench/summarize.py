@@ -155,8 +155,12 @@ def main():
         for t, j in dens.items():
             extra = f"; stopped: {j['error']}" if j.get("error") else ""
             destroy = f", destroyed in {j['destroy_s']:.1f} s" if "destroy_s" in j else ""
+            slab = f" (slab {j['residual_slab_kib'] / 1024:+.1f})" if "residual_slab_kib" in j else ""
             p(f"- {t}: {j.get('fit', 0)} alive at the end{extra}{destroy}; after teardown host memory "
-              f"{j.get('residual_kib', 0) / 1024:+.1f} MiB against the baseline.")
+              f"{j.get('residual_kib', 0) / 1024:+.1f} MiB against the baseline{slab}.")
+            top = j["points"][-1].get("slab_top") if j.get("points") else None
+            if top:
+                p(f"  Slab growth at {j['points'][-1]['count']}: {top}.")
         p()
 
     # Targets.
