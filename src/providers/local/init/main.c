@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -128,6 +129,7 @@ int main(void)
 	char msg[768] = "";
 	int fds[SBX_MSG_MAX_FDS], nfds = 0;
 
+	prctl(PR_SET_NAME, "sbx-init", 0, 0, 0);
 	/* The host may be a threaded program with fds it forgot to mark CLOEXEC. */
 	syscall(SYS_close_range, SYNC_FD + 1, ~0U, 0);
 	long n = sbx__msg_recv(SYNC_FD, buf, sizeof(buf), fds, &nfds);
