@@ -79,6 +79,19 @@ int sbx_image_bootstrap(sbx_image **out, sbx_runtime *rt, const sbx_bootstrap_op
 			sbx_error **err);
 
 /**
+ * Pulls REF ("registry/repo:tag", "repo@sha256:...", "debian:bookworm" = Docker
+ * Hub library) from an OCI registry (Registry HTTP API v2, bearer-token auth)
+ * into the store under NAME (NULL = REF). Registry host overrides and plain
+ * HTTP for loopback registries: see docs/images.md.
+ * @param out owned (may be NULL).
+ * @return 0, -ENOENT (no such repository/tag), -EACCES (auth refused),
+ *         -ECONNREFUSED / -EHOSTUNREACH (registry unreachable; the message says
+ *         how to import or bootstrap the image instead).
+ */
+int sbx_image_pull(sbx_image **out, sbx_runtime *rt, const char *ref, const char *name,
+		   sbx_error **err);
+
+/**
  * Lists images.
  * @param out owned array of owned images; free with sbx_image_list_free().
  */

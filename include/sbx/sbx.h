@@ -8,4 +8,5 @@
 #include <sbx/spec.h>
 #include <sbx/sandbox.h>
 #include <sbx/image.h>
+#include <sbx/template.h>
 #endif
