@@ -6,8 +6,8 @@ set -euo pipefail
 
 build=(build-essential pkg-config meson ninja-build
        libcurl4-openssl-dev libmicrohttpd-dev libjansson-dev libseccomp-dev
-       libarchive-dev libssl-dev libsqlite3-dev libcriterion-dev)
-runtime=(busybox-static debootstrap iproute2 procps)
+       libarchive-dev libssl-dev libsqlite3-dev libcriterion-dev musl-tools)
+runtime=(busybox-static debootstrap iproute2 procps docker-registry skopeo apache2-utils)
 bench=(bubblewrap crun)
 
 want=("${build[@]}" "${runtime[@]}")
