@@ -23,6 +23,8 @@ typedef struct sbx_image_config {
 	char *user;         /**< NULL if unset */
 	char **cmd;         /**< NULL-terminated, may be NULL */
 	char **entrypoint;  /**< NULL-terminated, may be NULL */
+	char **labels;      /**< NULL-terminated "key=value" (OCI Labels), may be NULL */
+	char **exposed_ports; /**< NULL-terminated "80/tcp" (OCI ExposedPorts), may be NULL */
 } sbx_image_config;
 
 /** An image in the store. */

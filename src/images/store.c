@@ -122,6 +122,8 @@ void sbx__image_config_clear(sbx_image_config *c)
 	free(c->user);
 	sbx__strv_free(c->cmd);
 	sbx__strv_free(c->entrypoint);
+	sbx__strv_free(c->labels);
+	sbx__strv_free(c->exposed_ports);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -153,6 +155,14 @@ void sbx__image_config_from_json(sbx_image_config *c, const void *json_object)
 	c->user = str_from_json(json_object_get(o, "User"));
 	c->cmd = strv_from_json(json_object_get(o, "Cmd"));
 	c->entrypoint = strv_from_json(json_object_get(o, "Entrypoint"));
+	const char *k;
+	json_t *v;
+	json_object_foreach(json_object_get(o, "Labels"), k, v) {
+		_cleanup_free_ char *kv = xasprintf("%s=%s", k, json_is_string(v) ? json_string_value(v) : "");
+		sbx__strv_push(&c->labels, kv);
+	}
+	json_object_foreach(json_object_get(o, "ExposedPorts"), k, v)
+		sbx__strv_push(&c->exposed_ports, k);
 }
 
 static json_t *strv_to_json(char *const *v)
@@ -175,6 +185,22 @@ static json_t *config_to_json(const sbx_image_config *c)
 		json_object_set_new(o, "Cmd", strv_to_json(c->cmd));
 	if (c && c->entrypoint)
 		json_object_set_new(o, "Entrypoint", strv_to_json(c->entrypoint));
+	if (c && c->labels) {
+		json_t *l = json_object();
+		for (size_t i = 0; c->labels[i]; i++) {
+			const char *eq = strchr(c->labels[i], '=');
+			_cleanup_free_ char *k = eq ? xstrndup(c->labels[i], (size_t)(eq - c->labels[i]))
+						    : xstrdup(c->labels[i]);
+			json_object_set_new(l, k, json_string(eq ? eq + 1 : ""));
+		}
+		json_object_set_new(o, "Labels", l);
+	}
+	if (c && c->exposed_ports) {
+		json_t *p = json_object();
+		for (size_t i = 0; c->exposed_ports[i]; i++)
+			json_object_set_new(p, c->exposed_ports[i], json_object());
+		json_object_set_new(o, "ExposedPorts", p);
+	}
 	return o;
 }
 
