@@ -9,4 +9,5 @@
 #include <sbx/sandbox.h>
 #include <sbx/image.h>
 #include <sbx/template.h>
+#include <sbx/task.h>
 #endif
