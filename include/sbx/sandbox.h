@@ -29,6 +29,51 @@ typedef struct sbx_sandbox sbx_sandbox;
 int sbx_sandbox_create(sbx_sandbox **out, sbx_runtime *rt, const sbx_sandbox_opts *opts,
 		       sbx_error **err);
 
+/** A cancellation token, fired from any thread. */
+typedef struct sbx_cancel sbx_cancel;
+
+/** Makes a token (owned; free with sbx_cancel_free()). Never fails. */
+sbx_cancel *sbx_cancel_new(void);
+/** Fires the token: operations watching it return -ECANCELED promptly. */
+void sbx_cancel_fire(sbx_cancel *c);
+/** 1 once fired. */
+int sbx_cancel_fired(const sbx_cancel *c);
+/** Frees a token no operation is watching any more. NULL is fine. */
+void sbx_cancel_free(sbx_cancel *c);
+
+#define SBX_CREATE_CTL_VERSION 1
+
+/**
+ * How a create is run. Every create goes through one pipeline: a per-process,
+ * per-provider semaphore (SBX_CREATE_CONCURRENCY or OPENENV_<B>_CREATE_CONCURRENCY,
+ * default 4) held only during an attempt; throttles (-EAGAIN, HTTP 429, quota
+ * and rate-limit messages, SBX_THROTTLE_PATTERNS) retried with jittered
+ * exponential backoff (SBX_BACKOFF_BASE_S 2, SBX_BACKOFF_CAP_S 30,
+ * SBX_CREATE_MAX_RETRIES 8); any other error fails at once.
+ */
+typedef struct sbx_create_ctl {
+	unsigned version;     /**< SBX_CREATE_CTL_VERSION */
+	sbx_cancel *cancel;   /**< firing it makes the create return -ECANCELED at once;
+	                           a sandbox the provider still produces is destroyed */
+	double timeout_s;     /**< 0 = none; like a cancel at expiry, but -ETIMEDOUT */
+	const char *task;     /**< recorded as label sbx.task */
+	int keepalive;        /**< renew the TTL every TTL/6 while the handle lives;
+	                           the TTL defaults to SBX_SANDBOX_TTL_S (1800) */
+	unsigned attempts;    /**< out: provider create calls made */
+} sbx_create_ctl;
+
+#define SBX_CREATE_CTL_INIT { .version = SBX_CREATE_CTL_VERSION }
+
+/**
+ * sbx_sandbox_create() with cancellation, a deadline, a task label and
+ * keepalive. Every sandbox also gets labels sbx.launcher ($SBX_LAUNCHER or the
+ * unix user) and sbx.run_id ($SBX_RUN_ID or $OPENENV_RUN_ID, omitted when unset).
+ * @param ctl may be NULL (same as sbx_sandbox_create()); ctl->attempts is written.
+ * @return as sbx_sandbox_create(), plus -ECANCELED and -ETIMEDOUT.
+ */
+int sbx_sandbox_create_ex(sbx_sandbox **out, sbx_runtime *rt, const sbx_sandbox_opts *opts,
+			  sbx_create_ctl *ctl, sbx_error **err);
+
 /**
  * Opens an existing sandbox by id (e.g. one made by `sbx create`).
  * @param provider NULL = the runtime's default.

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The runtime: state and image directories, default provider, log sink. */
+#include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +16,7 @@
 #include "../util/alloc.h"
 #include "../util/fs.h"
 #include "../util/log.h"
+#include "../util/str.h"
 #include "runtime_int.h"
 
 const char *sbx_version_string(void)
@@ -58,9 +62,15 @@ void sbx_runtime_free(sbx_runtime *rt)
 {
 	if (!rt)
 		return;
-	for (size_t i = 0; i < SBX_MAX_PROVIDERS; i++)
+	sbx__keepalive_stop(rt);
+	for (size_t i = 0; i < SBX_MAX_PROVIDERS; i++) {
 		if (rt->ops[i] && rt->ops[i]->fini)
 			rt->ops[i]->fini(rt->ctx[i]);
+		if (rt->ops[i]) {
+			pthread_mutex_destroy(&rt->sem[i].m);
+			pthread_cond_destroy(&rt->sem[i].c);
+		}
+	}
 	pthread_mutex_destroy(&rt->lock);
 	free(rt->state_dir);
 	free(rt->image_dir);
@@ -76,6 +86,31 @@ const char *sbx_runtime_state_dir(const sbx_runtime *rt)
 const char *sbx_runtime_image_dir(const sbx_runtime *rt)
 {
 	return rt->image_dir;
+}
+
+/* SBX_CREATE_CONCURRENCY, else OPENENV_<B>_CREATE_CONCURRENCY, else 4. */
+static unsigned create_concurrency(const char *provider)
+{
+	char var[96];
+	snprintf(var, sizeof(var), "OPENENV_%s_CREATE_CONCURRENCY", provider);
+	for (char *p = var; *p; p++)
+		*p = (char)toupper((unsigned char)*p);
+	const char *names[] = { "SBX_CREATE_CONCURRENCY", var };
+	for (size_t i = 0; i < 2; i++) {
+		const char *v = getenv(names[i]);
+		uint64_t n;
+		if (v && sbx__parse_u64(&n, v) == 0 && n > 0 && n < 100000)
+			return (unsigned)n;
+	}
+	return 4;
+}
+
+struct sbx_sem *sbx__runtime_sem(sbx_runtime *rt, const sbx_provider_ops *ops)
+{
+	for (size_t i = 0; i < SBX_MAX_PROVIDERS; i++)
+		if (rt->ops[i] == ops)
+			return &rt->sem[i];
+	return NULL;
 }
 
 int sbx__runtime_provider(const sbx_provider_ops **ops_out, void **ctx_out, sbx_runtime *rt,
@@ -106,6 +141,9 @@ int sbx__runtime_provider(const sbx_provider_ops **ops_out, void **ctx_out, sbx_
 				goto out;
 		}
 		rt->ctx[i] = ctx;
+		pthread_mutex_init(&rt->sem[i].m, NULL);
+		pthread_cond_init(&rt->sem[i].c, NULL);
+		rt->sem[i].limit = create_concurrency(ops->name);
 		rt->ops[i] = ops;
 	}
 	*ops_out = ops;

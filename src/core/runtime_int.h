@@ -8,6 +8,16 @@
 
 #define SBX_MAX_PROVIDERS 16
 
+/* Counting semaphore bounding concurrent provider create calls. */
+struct sbx_sem {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	unsigned limit;
+	unsigned used;
+};
+
+struct sbx_keepalive;
+
 struct sbx_runtime {
 	char *state_dir;
 	char *image_dir;
@@ -15,7 +25,26 @@ struct sbx_runtime {
 	pthread_mutex_t lock;          /* guards ctx[] initialisation */
 	const sbx_provider_ops *ops[SBX_MAX_PROVIDERS];
 	void *ctx[SBX_MAX_PROVIDERS];
+	struct sbx_sem sem[SBX_MAX_PROVIDERS];  /* per provider, sized on first use */
+	struct sbx_keepalive *keepalive;         /* lazily started (keepalive.c) */
 };
+
+/* The create semaphore of a provider already set up by sbx__runtime_provider. */
+struct sbx_sem *sbx__runtime_sem(sbx_runtime *rt, const sbx_provider_ops *ops);
+
+/* sandbox.c: wraps a provider handle (takes ownership of impl and id). */
+sbx_sandbox *sbx__sandbox_wrap(sbx_runtime *rt, const sbx_provider_ops *ops, void *impl, char *id);
+/* sandbox.c: argument checks shared by every create entry point. */
+int sbx__sandbox_check_opts(const sbx_sandbox_opts *o, sbx_error **err);
+/* Provider access for core helpers (keepalive). */
+const sbx_provider_ops *sbx__sandbox_ops(const sbx_sandbox *sb);
+void *sbx__sandbox_impl(const sbx_sandbox *sb);
+void sbx__sandbox_set_keepalive(sbx_sandbox *sb, int on);
+
+/* keepalive.c */
+void sbx__keepalive_add(sbx_runtime *rt, sbx_sandbox *sb, unsigned ttl_s);
+void sbx__keepalive_remove(sbx_runtime *rt, sbx_sandbox *sb);
+void sbx__keepalive_stop(sbx_runtime *rt);
 
 /* Finds a provider and its per-runtime context, initialising it once. */
 int sbx__runtime_provider(const sbx_provider_ops **ops_out, void **ctx_out, sbx_runtime *rt,

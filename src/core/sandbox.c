@@ -20,6 +20,7 @@ struct sbx_sandbox {
 	void *impl;
 	char *id;
 	int destroyed;
+	int keepalive;   /* registered with the runtime's keepalive thread */
 };
 
 static int check_kv(const char *const *v, const char *what, sbx_error **err)
@@ -32,7 +33,7 @@ static int check_kv(const char *const *v, const char *what, sbx_error **err)
 	return 0;
 }
 
-static int check_opts(const sbx_sandbox_opts *o, sbx_error **err)
+int sbx__sandbox_check_opts(const sbx_sandbox_opts *o, sbx_error **err)
 {
 	if (!o || o->version != SBX_SANDBOX_OPTS_VERSION)
 		return sbx_error_set(err, -EINVAL, "sandbox opts: missing or version %u unsupported",
@@ -50,7 +51,7 @@ static int check_opts(const sbx_sandbox_opts *o, sbx_error **err)
 	return r < 0 ? r : check_kv(o->labels, "label", err);
 }
 
-static sbx_sandbox *wrap(sbx_runtime *rt, const sbx_provider_ops *ops, void *impl, char *id)
+sbx_sandbox *sbx__sandbox_wrap(sbx_runtime *rt, const sbx_provider_ops *ops, void *impl, char *id)
 {
 	sbx_sandbox *sb = xcalloc(1, sizeof(*sb));
 	sb->rt = rt;
@@ -63,21 +64,22 @@ static sbx_sandbox *wrap(sbx_runtime *rt, const sbx_provider_ops *ops, void *imp
 int sbx_sandbox_create(sbx_sandbox **out, sbx_runtime *rt, const sbx_sandbox_opts *opts,
 		       sbx_error **err)
 {
-	int r = check_opts(opts, err);
-	if (r < 0)
-		return r;
-	const sbx_provider_ops *ops;
-	void *ctx;
-	r = sbx__runtime_provider(&ops, &ctx, rt, opts->provider, err);
-	if (r < 0)
-		return r;
-	void *impl = NULL;
-	char *id = NULL;
-	r = ops->create(&impl, &id, ctx, opts, err);
-	if (r < 0)
-		return r;
-	*out = wrap(rt, ops, impl, id);
-	return 0;
+	return sbx_sandbox_create_ex(out, rt, opts, NULL, err);
+}
+
+const sbx_provider_ops *sbx__sandbox_ops(const sbx_sandbox *sb)
+{
+	return sb->ops;
+}
+
+void *sbx__sandbox_impl(const sbx_sandbox *sb)
+{
+	return sb->impl;
+}
+
+void sbx__sandbox_set_keepalive(sbx_sandbox *sb, int on)
+{
+	sb->keepalive = on;
 }
 
 int sbx_sandbox_open(sbx_sandbox **out, sbx_runtime *rt, const char *provider, const char *id,
@@ -96,7 +98,7 @@ int sbx_sandbox_open(sbx_sandbox **out, sbx_runtime *rt, const char *provider, c
 	r = ops->open(&impl, ctx, id, err);
 	if (r < 0)
 		return r;
-	*out = wrap(rt, ops, impl, xstrdup(id));
+	*out = sbx__sandbox_wrap(rt, ops, impl, xstrdup(id));
 	return 0;
 }
 
@@ -114,6 +116,10 @@ int sbx_sandbox_destroy(sbx_sandbox *sb, sbx_error **err)
 {
 	if (sb->destroyed)
 		return 0;
+	if (sb->keepalive) {
+		sbx__keepalive_remove(sb->rt, sb);
+		sb->keepalive = 0;
+	}
 	int r = sb->ops->destroy(sb->impl, err);
 	if (r == 0)
 		sb->destroyed = 1;
@@ -138,6 +144,8 @@ void sbx_sandbox_free(sbx_sandbox *sb)
 {
 	if (!sb)
 		return;
+	if (sb->keepalive)
+		sbx__keepalive_remove(sb->rt, sb);
 	if (sb->ops->close)
 		sb->ops->close(sb->impl);
 	free(sb->id);

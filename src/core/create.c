@@ -1,0 +1,423 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The creation pipeline every provider's creates go through:
+ *   - a per-provider semaphore held only while a provider create call runs
+ *     (released during backoff, so throttled episodes don't starve others);
+ *   - throttles retried with jittered exponential backoff, everything else
+ *     failing at once;
+ *   - cancel safety: with a cancel token or a deadline, each attempt runs on
+ *     a worker thread; if the caller gives up, the worker destroys whatever
+ *     the provider still produces. Nothing is leaked by a cancelled episode.
+ *   - ownership labels (sbx.task, sbx.launcher, sbx.run_id) on every sandbox.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sbx/sandbox.h>
+#include <sbx/sys/provider.h>
+
+#include "../util/alloc.h"
+#include "../util/cleanup.h"
+#include "../util/fs.h"
+#include "../util/log.h"
+#include "../util/str.h"
+#include "runtime_int.h"
+
+struct sbx_cancel {
+	atomic_int fired;
+};
+
+sbx_cancel *sbx_cancel_new(void)
+{
+	return xcalloc(1, sizeof(sbx_cancel));
+}
+
+void sbx_cancel_fire(sbx_cancel *c)
+{
+	if (c)
+		atomic_store(&c->fired, 1);
+}
+
+int sbx_cancel_fired(const sbx_cancel *c)
+{
+	return c ? atomic_load(&((sbx_cancel *)c)->fired) : 0;
+}
+
+void sbx_cancel_free(sbx_cancel *c)
+{
+	free(c);
+}
+
+/* ---- knobs ------------------------------------------------------------- */
+
+static double env_double(const char *name, double def)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return def;
+	char *end;
+	double d = strtod(v, &end);
+	return (*end || d < 0 || !isfinite(d)) ? def : d;
+}
+
+static unsigned max_retries(const char *provider)
+{
+	char var[96];
+	snprintf(var, sizeof(var), "OPENENV_%s_CREATE_MAX_RETRIES", provider);
+	for (char *p = var; *p; p++)
+		*p = (char)toupper((unsigned char)*p);
+	const char *names[] = { "SBX_CREATE_MAX_RETRIES", var };
+	for (size_t i = 0; i < 2; i++) {
+		const char *v = getenv(names[i]);
+		uint64_t n;
+		if (v && sbx__parse_u64(&n, v) == 0 && n < 1000)
+			return (unsigned)n;
+	}
+	return 8;
+}
+
+/* ---- throttle classification ------------------------------------------- */
+
+static int contains_ci(const char *hay, const char *needle)
+{
+	size_t n = strlen(needle);
+	if (!n)
+		return 0;
+	for (const char *p = hay; *p; p++)
+		if (strncasecmp(p, needle, n) == 0)
+			return 1;
+	return 0;
+}
+
+/* Typed first (-EAGAIN, HTTP 429), then the message: the common throttle and
+ * quota wordings, plus SBX_THROTTLE_PATTERNS (comma separated, re-read on
+ * every failure so an operator can widen it while a run goes on). */
+static int is_throttle(const sbx_error *e)
+{
+	if (!e)
+		return 0;
+	if (e->code == -EAGAIN || e->http_status == 429)
+		return 1;
+	static const char *const words[] = { "too many requests", "429", "rate limit", "ratelimit",
+					     "throttl", "limit exceeded", "resource exhausted",
+					     "quota exceeded", NULL };
+	const char *msg = e->msg ? e->msg : "";
+	for (int i = 0; words[i]; i++)
+		if (contains_ci(msg, words[i]))
+			return 1;
+	const char *extra = getenv("SBX_THROTTLE_PATTERNS");
+	if (!extra)
+		extra = getenv("OPENENV_E2B_THROTTLE_PATTERNS");
+	if (extra && *extra) {
+		_cleanup_free_ char *list = xstrdup(extra);
+		char *rest = list, *pat;
+		while ((pat = strsep(&rest, ",")) != NULL)
+			if (*sbx__str_trim(pat) && contains_ci(msg, pat))
+				return 1;
+	}
+	return 0;
+}
+
+/* ---- labels -------------------------------------------------------------- */
+
+static char **with_labels(const sbx_sandbox_opts *o, const char *task)
+{
+	char **v = sbx__strv_dup(o->labels);
+	if (task && *task) {
+		_cleanup_free_ char *kv = xasprintf("sbx.task=%s", task);
+		sbx__strv_setenv(&v, kv);
+	}
+	const char *launcher = getenv("SBX_LAUNCHER");
+	if (!launcher || !*launcher)
+		launcher = getenv("OPENENV_LAUNCHER");
+	char buf[256];
+	struct passwd pw, *res = NULL;
+	if ((!launcher || !*launcher) && getpwuid_r(geteuid(), &pw, buf, sizeof(buf), &res) == 0 && res)
+		launcher = res->pw_name;
+	_cleanup_free_ char *l = xasprintf("sbx.launcher=%s", launcher && *launcher ? launcher : "unknown");
+	if (sbx__strv_find_key(v, "sbx.launcher") < 0)
+		sbx__strv_push(&v, l);
+	const char *run = getenv("SBX_RUN_ID");
+	if (!run || !*run)
+		run = getenv("OPENENV_RUN_ID");
+	if (run && *run && sbx__strv_find_key(v, "sbx.run_id") < 0) {
+		_cleanup_free_ char *kv = xasprintf("sbx.run_id=%s", run);
+		sbx__strv_push(&v, kv);
+	}
+	return v;
+}
+
+/* ---- one attempt, possibly on a worker thread --------------------------- */
+
+struct attempt {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int refs;               /* caller + worker */
+	int done;
+	int abandoned;          /* the caller gave up; the worker cleans up */
+	const sbx_provider_ops *ops;
+	void *ctx;
+	sbx_sandbox_opts opts;  /* labels point into `labels` */
+	char **labels;
+	struct sbx_sem *sem;
+	int r;
+	void *impl;
+	char *id;
+	sbx_error *err;
+};
+
+static void sem_release(struct sbx_sem *s)
+{
+	pthread_mutex_lock(&s->m);
+	s->used--;
+	pthread_cond_signal(&s->c);
+	pthread_mutex_unlock(&s->m);
+}
+
+static void attempt_unref(struct attempt *a)
+{
+	pthread_mutex_lock(&a->m);
+	int last = --a->refs == 0;
+	pthread_mutex_unlock(&a->m);
+	if (!last)
+		return;
+	pthread_mutex_destroy(&a->m);
+	pthread_cond_destroy(&a->c);
+	sbx__strv_free(a->labels);
+	sbx_error_free(a->err);
+	free(a->id);
+	free(a);
+}
+
+/* Runs the provider call; the slot is released as soon as it returns. */
+static void run_attempt(struct attempt *a)
+{
+	void *impl = NULL;
+	char *id = NULL;
+	sbx_error *e = NULL;
+	int r = a->ops->create(&impl, &id, a->ctx, &a->opts, &e);
+	sem_release(a->sem);
+	pthread_mutex_lock(&a->m);
+	a->r = r;
+	a->impl = impl;
+	a->id = id;
+	a->err = e;
+	a->done = 1;
+	int orphan = a->abandoned && r == 0;
+	pthread_cond_broadcast(&a->c);
+	pthread_mutex_unlock(&a->m);
+	if (orphan) {
+		sbx_error *de = NULL;
+		if (a->ops->destroy(impl, &de) < 0)
+			SBX_LOGW("failed to destroy sandbox %s orphaned by a cancelled create: %s", id,
+				 de ? de->msg : "?");
+		else
+			SBX_LOGI("destroyed sandbox %s orphaned by a cancelled create", id);
+		sbx_error_free(de);
+		if (a->ops->close)
+			a->ops->close(impl);
+		a->impl = NULL;
+	}
+}
+
+static void *attempt_thread(void *arg)
+{
+	struct attempt *a = arg;
+	run_attempt(a);
+	attempt_unref(a);
+	return NULL;
+}
+
+/* Why the caller must stop waiting, or 0. */
+static int stop_reason(const sbx_create_ctl *ctl, double deadline)
+{
+	if (ctl && sbx_cancel_fired(ctl->cancel))
+		return -ECANCELED;
+	if (deadline > 0 && sbx__now_mono() >= deadline)
+		return -ETIMEDOUT;
+	return 0;
+}
+
+static int stop_error(int why, sbx_error **err)
+{
+	return why == -ECANCELED ? sbx_error_set(err, -ECANCELED, "create cancelled")
+				 : sbx_error_set(err, -ETIMEDOUT, "create timed out");
+}
+
+/* Takes a slot, giving up on cancel/deadline. 0 or the stop reason. */
+static int sem_acquire(struct sbx_sem *s, const sbx_create_ctl *ctl, double deadline)
+{
+	pthread_mutex_lock(&s->m);
+	int r = 0;
+	while (s->used >= s->limit) {
+		if ((r = stop_reason(ctl, deadline)) != 0)
+			break;
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&s->c, &s->m, &ts);
+	}
+	if (!r)
+		s->used++;
+	pthread_mutex_unlock(&s->m);
+	return r;
+}
+
+/* Sleeps up to `secs`, waking early on cancel/deadline. 0 or the stop reason. */
+static int backoff_sleep(double secs, const sbx_create_ctl *ctl, double deadline)
+{
+	double until = sbx__now_mono() + secs;
+	for (;;) {
+		int why = stop_reason(ctl, deadline);
+		if (why)
+			return why;
+		double left = until - sbx__now_mono();
+		if (left <= 0)
+			return 0;
+		double step = left < 0.01 ? left : 0.01;
+		struct timespec ts = { (time_t)step, (long)((step - (double)(time_t)step) * 1e9) };
+		nanosleep(&ts, NULL);
+	}
+}
+
+static double jitter(void)
+{
+	unsigned short r;
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+		r = (unsigned short)(time(NULL) & 0xffff);
+	return 0.5 + (double)r / 65535.0; /* U(0.5, 1.5) */
+}
+
+int sbx_sandbox_create_ex(sbx_sandbox **out, sbx_runtime *rt, const sbx_sandbox_opts *opts,
+			  sbx_create_ctl *ctl, sbx_error **err)
+{
+	if (ctl && ctl->version != SBX_CREATE_CTL_VERSION)
+		return sbx_error_set(err, -EINVAL, "create ctl version %u unsupported", ctl->version);
+	int r = sbx__sandbox_check_opts(opts, err);
+	if (r < 0)
+		return r;
+	const sbx_provider_ops *ops;
+	void *ctx;
+	r = sbx__runtime_provider(&ops, &ctx, rt, opts->provider, err);
+	if (r < 0)
+		return r;
+	struct sbx_sem *sem = sbx__runtime_sem(rt, ops);
+	unsigned retries = max_retries(ops->name);
+	double base = env_double("SBX_BACKOFF_BASE_S", 2.0), cap = env_double("SBX_BACKOFF_CAP_S", 30.0);
+	double deadline = ctl && ctl->timeout_s > 0 ? sbx__now_mono() + ctl->timeout_s : 0;
+	int threaded = ctl && (ctl->cancel || ctl->timeout_s > 0);
+	char **labels = with_labels(opts, ctl ? ctl->task : NULL);
+	unsigned ttl = opts->ttl_s;
+	if (ctl && ctl->keepalive && !ttl) {
+		double t = env_double("SBX_SANDBOX_TTL_S", env_double("OPENENV_E2B_SANDBOX_TTL_S", 1800));
+		ttl = t >= 1 ? (unsigned)t : 1800;
+	}
+	if (ctl)
+		ctl->attempts = 0;
+	for (unsigned attempt = 1;; attempt++) {
+		int why = sem_acquire(sem, ctl, deadline);
+		if (why) {
+			r = stop_error(why, err);
+			break;
+		}
+		struct attempt *a = xcalloc(1, sizeof(*a));
+		pthread_mutex_init(&a->m, NULL);
+		pthread_cond_init(&a->c, NULL);
+		a->refs = 1;
+		a->ops = ops;
+		a->ctx = ctx;
+		a->opts = *opts;
+		a->opts.ttl_s = ttl;
+		a->labels = sbx__strv_dup((const char *const *)labels);
+		a->opts.labels = (const char *const *)a->labels;
+		a->sem = sem;
+		if (ctl)
+			ctl->attempts++;
+		pthread_t th;
+		if (threaded) {
+			a->refs = 2;
+			if (pthread_create(&th, NULL, attempt_thread, a) != 0) {
+				a->refs = 1;
+				run_attempt(a);
+			} else {
+				pthread_detach(th);
+			}
+		} else {
+			run_attempt(a);
+		}
+		pthread_mutex_lock(&a->m);
+		while (!a->done && !(why = stop_reason(ctl, deadline))) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 10 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&a->c, &a->m, &ts);
+		}
+		if (!a->done) {
+			/* Give up now; the worker destroys what the provider produces. */
+			a->abandoned = 1;
+			pthread_mutex_unlock(&a->m);
+			attempt_unref(a);
+			r = stop_error(why, err);
+			break;
+		}
+		pthread_mutex_unlock(&a->m);
+		if (a->r == 0) {
+			if ((why = stop_reason(ctl, deadline)) != 0) {
+				/* Finished, but too late: the caller no longer wants it. */
+				a->ops->destroy(a->impl, NULL);
+				if (a->ops->close)
+					a->ops->close(a->impl);
+				attempt_unref(a);
+				r = stop_error(why, err);
+				break;
+			}
+			sbx_sandbox *sb = sbx__sandbox_wrap(rt, ops, a->impl, steal_ptr(&a->id));
+			attempt_unref(a);
+			if (ctl && ctl->keepalive && ttl && ops->set_timeout)
+				sbx__keepalive_add(rt, sb, ttl);
+			*out = sb;
+			r = 0;
+			break;
+		}
+		int throttled = is_throttle(a->err);
+		if (!throttled || attempt > retries) {
+			r = a->r;
+			if (err && !*err) {
+				*err = steal_ptr(&a->err);
+				if (throttled)
+					sbx_error_prefix(err, r, "%s create still throttled after %u attempts",
+							 ops->name, attempt);
+			}
+			attempt_unref(a);
+			break;
+		}
+		double delay = fmin(cap, base * pow(2.0, (double)(attempt - 1))) * jitter();
+		SBX_LOGW("%s create throttled%s%s (attempt %u/%u); retrying in %.2fs: %s", ops->name,
+			 ctl && ctl->task ? " for " : "", ctl && ctl->task ? ctl->task : "", attempt, retries + 1,
+			 delay, a->err && a->err->msg ? a->err->msg : "");
+		attempt_unref(a);
+		if ((why = backoff_sleep(delay, ctl, deadline)) != 0) {
+			r = stop_error(why, err);
+			break;
+		}
+	}
+	sbx__strv_free(labels);
+	return r;
+}
