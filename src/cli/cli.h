@@ -28,6 +28,8 @@ int cmd_rm(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_image(int argc, char **argv);
+int cmd_env(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 /* Opens the runtime from the environment; prints the error and returns NULL on failure. */
 sbx_runtime *cli_runtime(void);
