@@ -30,6 +30,10 @@ int cmd_gc(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_env(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_task(int argc, char **argv);
+int cmd_smoke(int argc, char **argv);
+int cmd_golden(int argc, char **argv);
+int cmd_bake(int argc, char **argv);
 
 /* Opens the runtime from the environment; prints the error and returns NULL on failure. */
 sbx_runtime *cli_runtime(void);
@@ -43,5 +47,12 @@ bool cli_is_help(const char *s);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* True when stdout is a terminal (progress bars). */
 bool cli_tty(void);
+/* Task selection for golden/bake: --tasks A,B or --all under TASKS_DIR (cmd_golden.c).
+ * Returns 0 with an owned strv, or an exit code after printing. */
+int cli_select_tasks(char ***names_out, const char *cmd, const char *tasks_dir,
+		     const char *list, bool all);
+/* Progress bar on stderr when it is a terminal; cleared before printing lines. */
+void cli_progress(const char *what, size_t done, size_t total);
+void cli_progress_clear(void);
 
 #endif

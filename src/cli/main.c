@@ -26,6 +26,10 @@ static const struct command commands[] = {
 	{ "image", cmd_image, "manage local images (import, bootstrap, pull, ls, rm)" },
 	{ "env", cmd_env, "print what a launcher forwards to workers (paths, never secrets)" },
 	{ "doctor", cmd_doctor, "preflight: can this machine and configuration run episodes?" },
+	{ "task", cmd_task, "check Harbor task directories" },
+	{ "smoke", cmd_smoke, "run one golden episode, stage by stage" },
+	{ "golden", cmd_golden, "replay every task's solution and grade it" },
+	{ "bake", cmd_bake, "build (or find) the images of Harbor tasks" },
 };
 
 static void usage(FILE *f)

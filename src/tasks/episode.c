@@ -90,7 +90,7 @@ static int resolve(sbx_task_image *out, sbx_runtime *rt, const sbx_task *t, int 
 	} else if (t->docker_image) {
 		r = sbx_image_pull(NULL, rt, t->docker_image, NULL, err);
 		if (r < 0)
-			return sbx_error_prefix(err, r, "pull %s", t->docker_image);
+			return r;
 		out->image = xstrdup(t->docker_image);
 		out->how = xstrdup("pulled");
 	} else {

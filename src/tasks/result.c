@@ -5,6 +5,7 @@
  * schema is documented in docs/tasks.md; fields are only ever added.
  */
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,12 @@
 static json_t *str_or_null(const char *s)
 {
 	return s ? json_string(s) : json_null();
+}
+
+/* Seconds rounded to milliseconds. */
+static double ms(double s)
+{
+	return round(s * 1000) / 1000;
 }
 
 /* Log tails are arbitrary bytes: invalid UTF-8 becomes '?'. */
@@ -57,16 +64,16 @@ char *sbx_episode_result_to_json(const sbx_episode_result *r)
 	static const char *const keys[SBX_EPISODE_STAGES] = { "resolve", "create", "agent", "verify",
 							      "destroy" };
 	for (int i = 0; i < SBX_EPISODE_STAGES; i++)
-		json_object_set_new(t, keys[i], json_real(r->stage_seconds[i]));
-	json_object_set_new(t, "total", json_real(r->total_seconds));
+		json_object_set_new(t, keys[i], json_real(ms(r->stage_seconds[i])));
+	json_object_set_new(t, "total", json_real(ms(r->total_seconds)));
 	json_object_set_new(o, "seconds", t);
 	json_object_set_new(o, "logs_dir", str_or_null(r->logs_dir));
-	if (r->agent_log_tail)
+	if (r->agent_log_tail && *r->agent_log_tail)
 		json_object_set_new(o, "agent_log_tail", text(r->agent_log_tail));
-	if (r->verifier_log_tail)
+	if (r->verifier_log_tail && *r->verifier_log_tail)
 		json_object_set_new(o, "verifier_log_tail",
 				    text(r->verifier_log_tail));
-	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
 	json_decref(o);
 	if (!s)
 		s = xstrdup("{}");
