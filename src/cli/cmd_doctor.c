@@ -84,8 +84,8 @@ static void local_checks(const char *image)
 	verdict(has_line("/proc/self/status", "Seccomp:"), "seccomp", "filter mode supported");
 	int v2 = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0 &&
 		 has_line("/sys/fs/cgroup/cgroup.controllers", "memory");
-	int v1 = access("/sys/fs/cgroup/memory/memory.limit_in_bytes", F_OK) == 0 &&
-		 access("/sys/fs/cgroup/pids/pids.max", F_OK) == 0;
+	int v1 = access("/sys/fs/cgroup/memory/memory.failcnt", F_OK) == 0 &&
+		 access("/sys/fs/cgroup/pids/cgroup.procs", F_OK) == 0;
 	int hybrid = access("/sys/fs/cgroup/unified/cgroup.controllers", F_OK) == 0 &&
 		     has_line("/sys/fs/cgroup/unified/cgroup.controllers", "memory");
 	verdict(v1 || v2 || hybrid, "cgroups", "%s", v2 || hybrid ? "v2 with memory+pids" : v1 ? "v1 memory+pids+cpu" : "none usable: limits unavailable");

@@ -7,6 +7,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <sbx/backend.h>
+
+#include "../util/alloc.h"
 #include "../util/fs.h"
 #include "../util/str.h"
 #include "cli.h"
@@ -26,10 +29,13 @@ static const char ls_help[] =
 	"List sandboxes (local provider), optionally only those with all given labels.\n";
 
 static const char gc_help[] =
-	"usage: sbx gc [--all] [--dry-run] [--json]\n\n"
-	"Destroy leaked sandboxes: those whose init died, whose creating process died\n"
-	"(unless made by 'sbx create'), or whose TTL passed; and cgroups or state left\n"
-	"by a crash mid-create. --all destroys every sandbox. --dry-run only lists.\n";
+	"usage: sbx gc [--backend B] [--run-id R] [--older-than DUR] [--all] [--dry-run] [--json]\n\n"
+	"Destroy leaked sandboxes on backend B (default $SBX_BACKEND, else local): those\n"
+	"whose processes died, whose creating process died (unless made by 'sbx create'),\n"
+	"or whose TTL passed, and what a crash mid-create left. With --run-id, every\n"
+	"sandbox labelled sbx.run_id=R counts (a crashed trainer's whole run); with\n"
+	"--older-than, only those created longer ago than DUR (30m, 2h). --all: every\n"
+	"sandbox matching the filters. --dry-run only lists.\n";
 
 /* Splits "ID:PATH" if it looks like one (PATH absolute, ID has no '/'). */
 static int split_remote(const char *s, char **id, const char **path)
@@ -205,37 +211,57 @@ out:
 int cmd_gc(int argc, char **argv)
 {
 	int all = 0, dry = 0, json = 0;
+	const char *backend = NULL, *run_id = NULL;
+	double older = -1;
 	for (int i = 1; i < argc; i++) {
-		if (cli_is_help(argv[i])) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (cli_is_help(a)) {
 			printf("%s", gc_help);
 			return EXIT_OK;
-		} else if (!strcmp(argv[i], "--all")) {
+		} else if (!strcmp(a, "--all")) {
 			all = 1;
-		} else if (!strcmp(argv[i], "--dry-run")) {
+		} else if (!strcmp(a, "--dry-run")) {
 			dry = 1;
-		} else if (!strcmp(argv[i], "--json")) {
+		} else if (!strcmp(a, "--json")) {
 			json = 1;
+		} else if (!strcmp(a, "--backend") && v) {
+			backend = argv[++i];
+		} else if (!strcmp(a, "--run-id") && v) {
+			run_id = argv[++i];
+		} else if (!strcmp(a, "--older-than") && v) {
+			if (sbx__parse_duration(&older, v) < 0)
+				return cli_usage_error("gc", "--older-than '%s': expected a duration like 30m or 2h", v);
+			i++;
 		} else {
-			return cli_usage_error("gc", "unknown argument %s", argv[i]);
+			return cli_usage_error("gc", "unknown argument %s", a);
 		}
 	}
+	char *provider = NULL;
+	sbx_error *err = NULL;
+	if (sbx_backend_resolve(&provider, backend, &err) < 0)
+		return cli_fail("gc", err);
 	sbx_runtime *rt = cli_runtime();
-	if (!rt)
+	if (!rt) {
+		free(provider);
 		return EXIT_ENV;
+	}
 	sbx_sandbox_info *v = NULL;
 	size_t n = 0, removed = 0, failed = 0;
-	sbx_error *err = NULL;
 	int code = EXIT_OK;
-	if (sbx_sandbox_list(&v, &n, rt, NULL, NULL, &err) < 0) {
+	char *label = run_id ? xasprintf("sbx.run_id=%s", run_id) : NULL;
+	const char *filter[] = { label, NULL };
+	if (sbx_sandbox_list(&v, &n, rt, provider, label ? filter : NULL, &err) < 0) {
 		code = cli_fail("gc", err);
 		goto out;
 	}
+	double now = sbx__now_real();
 	json_t *arr = json_array();
 	for (size_t i = 0; i < n; i++) {
-		if (!all && !v[i].leaked)
+		if (!all && !run_id && !v[i].leaked)
 			continue;
-		int r = 0;
-		if (!dry && (r = sbx_sandbox_destroy_id(rt, NULL, v[i].id, &err)) < 0) {
+		if (older >= 0 && now - v[i].created_at < older)
+			continue;
+		if (!dry && sbx_sandbox_destroy_id(rt, provider, v[i].id, &err) < 0) {
 			failed++;
 			cli_fail("gc", err);
 			err = NULL;
@@ -248,16 +274,19 @@ int cmd_gc(int argc, char **argv)
 	}
 	if (json) {
 		char *s = json_dumps(arr, JSON_COMPACT);
-		printf("{\"removed\": %s, \"dry_run\": %s, \"failed\": %zu}\n", s, dry ? "true" : "false", failed);
+		printf("{\"backend\": \"%s\", \"removed\": %s, \"dry_run\": %s, \"failed\": %zu}\n", provider, s,
+		       dry ? "true" : "false", failed);
 		free(s);
 	} else {
-		printf("gc: %s %zu of %zu sandboxes%s\n", dry ? "would remove" : "removed", removed, n,
+		printf("gc: %s %zu of %zu %s sandboxes%s\n", dry ? "would remove" : "removed", removed, n, provider,
 		       failed ? " (some failed)" : "");
 	}
 	json_decref(arr);
 	code = failed ? EXIT_FAIL : EXIT_OK;
 	sbx_sandbox_info_free(v, n);
 out:
+	free(label);
+	free(provider);
 	sbx_runtime_free(rt);
 	return code;
 }

@@ -41,7 +41,9 @@ static void usage(FILE *f)
 	fprintf(f, "\nRun 'sbx COMMAND --help' for a command's options.\n\n"
 		   "environment:\n"
 		   "  SBX_STATE_DIR   runtime state (default /run/sbx)\n"
-		   "  SBX_IMAGE_DIR   image store (default /var/lib/sbx/images)\n\n"
+		   "  SBX_IMAGE_DIR   image store (default /var/lib/sbx/images)\n"
+		   "  SBX_BACKEND     default backend (local); see 'sbx doctor'\n"
+		   "  SBX_LOG         error|warn|info|debug: library log on stderr (default warn)\n\n"
 		   "exit codes:\n"
 		   "  0    success\n"
 		   "  1    the operation failed\n"
@@ -99,11 +101,35 @@ int cli_fail(const char *what, sbx_error *err)
 	return cli_exit_for(code);
 }
 
+static void log_stderr(sbx_log_level level, const char *msg, void *payload)
+{
+	static const char *const names[] = { "error", "warn", "info", "debug" };
+	(void)payload;
+	fprintf(stderr, "sbx: %s: %s\n", names[level <= SBX_LOG_DEBUG ? level : SBX_LOG_DEBUG], msg);
+}
+
+/* SBX_LOG=error|warn|info|debug sends the library's log to stderr
+ * (secrets are redacted before any line reaches us). Default: warn. */
+static sbx_log_level log_level(void)
+{
+	const char *v = getenv("SBX_LOG");
+	if (!v || !*v || !strcmp(v, "warn"))
+		return SBX_LOG_WARN;
+	if (!strcmp(v, "debug"))
+		return SBX_LOG_DEBUG;
+	if (!strcmp(v, "info"))
+		return SBX_LOG_INFO;
+	return SBX_LOG_ERROR;
+}
+
 sbx_runtime *cli_runtime(void)
 {
 	sbx_runtime *rt = NULL;
 	sbx_error *err = NULL;
-	if (sbx_runtime_new(&rt, NULL, &err) < 0) {
+	sbx_runtime_opts o = SBX_RUNTIME_OPTS_INIT;
+	o.log = log_stderr;
+	o.log_level = log_level();
+	if (sbx_runtime_new(&rt, &o, &err) < 0) {
 		cli_fail("runtime", err);
 		return NULL;
 	}
