@@ -28,6 +28,7 @@ int cmd_rm(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_image(int argc, char **argv);
+int cmd_build(int argc, char **argv);
 int cmd_env(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_task(int argc, char **argv);
