@@ -519,3 +519,67 @@ Test(episode, cli_task_check_and_bake)
 	cr_assert_eq(rc, 1, "%s", out);
 	free(out);
 }
+
+/* ---- template builds ---- */
+
+Test(episode, dockerfile_task_is_built_then_cached_and_uses_its_workdir)
+{
+	sbx_episode_result r = run("dockerfile");
+	expect(&r, SBX_EPISODE_SUBMITTED);
+	cr_assert_float_eq(r.reward, 1.0, 1e-9, "image WORKDIR is not the cwd, or the RUN step "
+			   "did not land (log: %s)", r.verifier_log_tail ? r.verifier_log_tail : "-");
+	cr_assert(strcmp(r.image_how, "built") == 0 || strcmp(r.image_how, "cached") == 0, "%s",
+		  r.image_how);
+	cr_assert(strncmp(r.image, "dockerfile-", 11) == 0, "%s", r.image);
+	char *alias = strdup(r.image);
+	sbx_episode_result_free(&r);
+	r = run("dockerfile");
+	expect(&r, SBX_EPISODE_SUBMITTED);
+	cr_assert_str_eq(r.image_how, "cached");
+	cr_assert_str_eq(r.image, alias);
+	free(alias);
+	sbx_episode_result_free(&r);
+}
+
+Test(episode, failed_build_is_environment_error)
+{
+	sbx_episode_result r = run("build-fails");
+	expect(&r, SBX_EPISODE_ENV_ERROR);
+	cr_assert_eq(r.has_reward, 0);
+	cr_assert_null(r.sandbox_id);
+	cr_assert_not_null(strstr(r.detail, "resolve: "), "%s", r.detail);
+	sbx_episode_result_free(&r);
+}
+
+Test(episode, docker_image_preferred_over_dockerfile_unless_forced)
+{
+	sbx_episode_result r = run("prebuilt-and-dockerfile");
+	expect(&r, SBX_EPISODE_SUBMITTED);
+	cr_assert_str_eq(r.image_how, "prebuilt");
+	cr_assert_float_eq(r.reward, 1.0, 1e-9);
+	sbx_episode_result_free(&r);
+	sbx_episode_opts o = SBX_EPISODE_OPTS_INIT;
+	o.force_build = 1;
+	r = run_opts("prebuilt-and-dockerfile", &o);
+	expect(&r, SBX_EPISODE_SUBMITTED);
+	cr_assert_str_eq(r.image_how, "built");
+	cr_assert_float_eq(r.reward, 0.5, 1e-9, "force_build must use the Dockerfile");
+	sbx_episode_result_free(&r);
+}
+
+Test(episode, cli_bake_builds_then_caches)
+{
+	char *out;
+	int rc = sbx_cli(&out, "bake tests/fixtures/tasks --tasks dockerfile,pass");
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_assert_not_null(strstr(out, "dockerfile-"), "%s", out);
+	free(out);
+	rc = sbx_cli(&out, "bake tests/fixtures/tasks --tasks dockerfile");
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_assert_not_null(strstr(out, " cached "), "%s", out);
+	free(out);
+	rc = sbx_cli(&out, "bake tests/fixtures/tasks --tasks build-fails");
+	cr_assert_eq(rc, 1, "%s", out);
+	cr_assert_not_null(strstr(out, "ERROR"), "%s", out);
+	free(out);
+}
