@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sbx/backend.h>
+
 #include "cli.h"
 
 struct command {
@@ -23,7 +25,6 @@ static const struct command commands[] = {
 	{ "rm", cmd_rm, "destroy sandboxes" },
 	{ "ls", cmd_ls, "list sandboxes" },
 	{ "gc", cmd_gc, "destroy sandboxes whose owner died, and leftovers" },
-	{ "build", cmd_build, "build a Dockerfile into a cached template image" },
 	{ "image", cmd_image, "manage local images (import, bootstrap, pull, ls, rm)" },
 	{ "env", cmd_env, "print what a launcher forwards to workers (paths, never secrets)" },
 	{ "doctor", cmd_doctor, "preflight: can this machine and configuration run episodes?" },
@@ -130,7 +131,15 @@ sbx_runtime *cli_runtime(void)
 	sbx_runtime_opts o = SBX_RUNTIME_OPTS_INIT;
 	o.log = log_stderr;
 	o.log_level = log_level();
-	if (sbx_runtime_new(&rt, &o, &err) < 0) {
+	char *backend = NULL;
+	if (sbx_backend_resolve(&backend, NULL, &err) < 0) {
+		cli_fail("backend", err);
+		return NULL;
+	}
+	o.default_provider = backend;
+	int r = sbx_runtime_new(&rt, &o, &err);
+	free(backend);
+	if (r < 0) {
 		cli_fail("runtime", err);
 		return NULL;
 	}

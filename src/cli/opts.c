@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sbx/backend.h>
+
 #include "../util/str.h"
 #include "cli.h"
 #include "opts.h"
@@ -26,7 +28,8 @@ const char spec_flags_help[] =
 	"  --ttl DUR          destroy after this long (30s, 10m, 2h)\n"
 	"  -l, --label K=V    label for listing and gc (repeatable)\n"
 	"  --hostname NAME    hostname inside the sandbox\n"
-	"  --provider NAME    provider (default local)\n";
+	"  --backend NAME     backend: local (default), e2b/agentenv, daytona, modal\n"
+	"                     (also $SBX_BACKEND, $OPENENV_SANDBOX_BACKEND)\n";
 
 void spec_flags_init(struct spec_flags *f)
 {
@@ -39,6 +42,7 @@ void spec_flags_free(struct spec_flags *f)
 {
 	sbx__strv_free(f->env);
 	sbx__strv_free(f->labels);
+	free(f->backend);
 }
 
 static int want_mb(unsigned *out, const char *cmd, const char *flag, const char *v)
@@ -58,7 +62,7 @@ int spec_flag(struct spec_flags *f, const char *cmd, int argc, char **argv, int 
 	const char *a = argv[*i];
 	static const char *with_value[] = { "--cpus", "--memory", "--storage", "--pids", "--network",
 					    "--env", "-e", "--workdir", "-w", "--user", "-u", "--ttl",
-					    "--label", "-l", "--hostname", "--provider", NULL };
+					    "--label", "-l", "--hostname", "--provider", "--backend", NULL };
 	int known = 0;
 	for (int k = 0; with_value[k]; k++)
 		known |= strcmp(a, with_value[k]) == 0;
@@ -106,8 +110,16 @@ int spec_flag(struct spec_flags *f, const char *cmd, int argc, char **argv, int 
 		f->o.ttl_s = (unsigned)s;
 	} else if (!strcmp(a, "--hostname")) {
 		f->o.hostname = v;
-	} else if (!strcmp(a, "--provider")) {
-		f->o.provider = v;
+	} else if (!strcmp(a, "--provider") || !strcmp(a, "--backend")) {
+		sbx_error *err = NULL;
+		free(f->backend);
+		f->backend = NULL;
+		if (sbx_backend_resolve(&f->backend, v, &err) < 0) {
+			fprintf(stderr, "sbx %s: %s\n", cmd, err->msg);
+			sbx_error_free(err);
+			return EXIT_USAGE;
+		}
+		f->o.provider = f->backend;
 	}
 	f->o.env = (const char *const *)f->env;
 	f->o.labels = (const char *const *)f->labels;

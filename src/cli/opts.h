@@ -9,6 +9,7 @@ struct spec_flags {
 	sbx_sandbox_opts o;
 	char **env;      /* owned strv */
 	char **labels;   /* owned strv */
+	char *backend;   /* owned canonical --backend name, or NULL */
 };
 
 /* Consumes one spec flag at argv[*i] (advancing *i past its value).

@@ -122,7 +122,7 @@ int sbx__runtime_provider(const sbx_provider_ops **ops_out, void **ctx_out, sbx_
 	if (!ops) {
 		char names[256];
 		sbx_provider_names(names, sizeof(names));
-		return sbx_error_set(err, -ENOENT, "unknown provider '%s' (available: %s)", name, names);
+		return sbx_error_set(err, -ENOENT, "no provider '%s' in this build (available: %s)", name, names);
 	}
 	int r = 0;
 	pthread_mutex_lock(&rt->lock);
