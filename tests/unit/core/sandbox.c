@@ -119,7 +119,7 @@ Test(core_sandbox, unknown_provider_lists_the_choices)
 	o.image = "busybox";
 	o.provider = "nope";
 	create_err(&o, "local");
-	create_err(&o, "unknown provider 'nope'");
+	create_err(&o, "no provider 'nope'");
 }
 
 Test(core_sandbox, provider_errors_pass_through)
