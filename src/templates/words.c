@@ -90,6 +90,9 @@ static int expand_var(struct lex *l, sbx_buf *out)
 		i += 2;
 	} else if (s[i] == '-' || s[i] == '+') {
 		mod = s[i++];
+	} else if (!s[i]) {
+		l->errmsg = xasprintf("missing '}' in '%.20s'", s + l->i);
+		return -EINVAL;
 	} else if (s[i] != '}') {
 		l->errmsg = xasprintf("unsupported modifier in '%.20s' (expected ${NAME}, "
 				      "${NAME:-word} or ${NAME:+word})", s + l->i);
