@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "images/pull.h"
 #include "util/alloc.h"
 #include "util/fs.h"
 #include "util/str.h"
@@ -25,6 +26,7 @@ static const char image_usage[] =
 	"                        tar.zst), an OCI image layout (directory or tar) or a\n"
 	"                        'docker save' archive\n"
 	"  bootstrap NAME        build a Debian image with debootstrap\n"
+	"  pull REF [NAME]       pull an image from an OCI registry\n"
 	"  ls                    list images\n"
 	"  rm NAME...            remove images (and layers no other image uses)\n"
 	"  inspect NAME          show an image's layers and config\n\n"
@@ -47,6 +49,21 @@ static const char bootstrap_usage[] =
 	"  --include PKGS     extra packages, comma-separated\n"
 	"  --mirror URL       Debian mirror to use instead of apt's\n"
 	"  --json             print the built image as JSON\n";
+
+static const char pull_usage[] =
+	"usage: sbx image pull [--json] REF [NAME]\n\n"
+	"Pulls REF from an OCI registry (Registry HTTP API v2) into the store as NAME\n"
+	"(default: REF), replacing an existing NAME. Layers already stored are not\n"
+	"downloaded again. REF is [REGISTRY/]REPOSITORY[:TAG][@sha256:DIGEST]; without\n"
+	"a registry it is Docker Hub ('debian:bookworm' is docker.io/library/debian).\n\n"
+	"environment:\n"
+	"  SBX_REGISTRY_AUTH_FILE   credentials file in docker config.json format\n"
+	"                           (default ~/.docker/config.json when it exists)\n"
+	"  SBX_INSECURE_REGISTRIES  host:port,... allowed over plain http (loopback\n"
+	"                           registries always are)\n"
+	"  SBX_REGISTRY_MIRROR      registry=URL,... e.g. docker.io=http://127.0.0.1:5000\n\n"
+	"options:\n"
+	"  --json    print the pulled image (with the digest it resolved to) as JSON\n";
 
 static const char ls_usage[] =
 	"usage: sbx image ls [--json]\n\n"
@@ -264,6 +281,73 @@ static int image_bootstrap(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* Progress on stderr (a terminal): one rewritten line per layer. */
+static void pull_progress(void *payload, size_t layer, size_t n, uint64_t done, uint64_t total,
+			  int cached)
+{
+	double *last = payload;
+	double now = sbx__now_mono();
+	bool end = total && done >= total;
+	if (!end && now - *last < 0.2)
+		return;
+	*last = now;
+	char d[32], t[32];
+	format_size(d, sizeof(d), done);
+	format_size(t, sizeof(t), total);
+	fprintf(stderr, "\r\033[Klayer %zu/%zu: %s%s%s%s", layer + 1, n, cached ? "cached" : d,
+		cached ? "" : " of ", cached ? "" : (total ? t : "?"), end ? "\n" : "");
+	fflush(stderr);
+}
+
+static int image_pull(int argc, char **argv)
+{
+	struct opts o;
+	int r = parse(argc, argv, pull_usage, false, &o);
+	if (r)
+		return r < 0 ? EXIT_OK : r;
+	if (argc - optind < 1 || argc - optind > 2)
+		return cli_usage_error("image pull", "expected REF and an optional NAME");
+	const char *ref = argv[optind], *name = argc - optind == 2 ? argv[optind + 1] : ref;
+	sbx_runtime *rt = cli_runtime();
+	if (!rt)
+		return EXIT_FAIL;
+	double last = 0;
+	struct sbx_pull_opts po = { 0 };
+	if (isatty(STDERR_FILENO)) {
+		fprintf(stderr, "pulling %s...\n", ref);
+		po.progress = pull_progress;
+		po.payload = &last;
+	}
+	double t0 = sbx__now_mono();
+	sbx_image *img = NULL;
+	sbx_error *err = NULL;
+	struct sbx_pull_result res = { 0 };
+	if (sbx__image_pull(&img, &res, rt, ref, name, &po, &err) < 0) {
+		sbx_runtime_free(rt);
+		return cli_fail("image pull", err);
+	}
+	if (o.json) {
+		json_t *j = image_json(img, true);
+		json_object_set_new(j, "ref", json_string(ref));
+		json_object_set_new(j, "digest", json_string(res.digest));
+		json_object_set_new(j, "manifest", json_string(res.manifest));
+		json_object_set_new(j, "layers_cached", json_integer((json_int_t)res.layers_cached));
+		json_object_set_new(j, "bytes_downloaded", json_integer((json_int_t)res.bytes));
+		print_json(j);
+	} else {
+		char size[32], dg[20];
+		format_size(size, sizeof(size), img->size);
+		printf("pulled %s%s%s: %zu layer%s (%zu cached), %s, %s (%.1f s)\n", ref,
+		       strcmp(name, ref) ? " as " : "", strcmp(name, ref) ? name : "", res.layers,
+		       res.layers == 1 ? "" : "s", res.layers_cached, size, short_id(res.digest, dg),
+		       sbx__now_mono() - t0);
+	}
+	sbx__pull_result_clear(&res);
+	sbx_image_free(img);
+	sbx_runtime_free(rt);
+	return EXIT_OK;
+}
+
 static int image_ls(int argc, char **argv)
 {
 	struct opts o;
@@ -389,7 +473,8 @@ int cmd_image(int argc, char **argv)
 		const char *name;
 		cli_cmd_fn fn;
 	} subs[] = {
-		{ "import", image_import }, { "bootstrap", image_bootstrap }, { "ls", image_ls },
+		{ "import", image_import }, { "bootstrap", image_bootstrap }, { "pull", image_pull },
+		{ "ls", image_ls },
 		{ "list", image_ls },       { "rm", image_rm },               { "inspect", image_inspect },
 	};
 	if (argc < 2 || cli_is_help(argv[1])) {
