@@ -1,7 +1,9 @@
 #!/bin/bash
 # Verifier for csv-region-report: exact comparison with the expected outputs.
+# The image sets no WORKDIR, so this runs with cwd = / (every path is absolute).
 mkdir -p /logs/verifier
 fail=0
+echo "cwd: $PWD"
 for pair in "region_totals.tsv expected_totals.tsv" "rejected.csv expected_rejected.csv"; do
   set -- $pair
   if [ ! -f "/app/out/$1" ]; then
