@@ -56,6 +56,12 @@ OUT=${OUT:-$BUILD/bench-results/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT" || exit 1
 WORK=$(mktemp -d /tmp/sbx-bench.XXXXXX) || exit 1
 ROOTFS=$WORK/rootfs BUNDLE=$WORK/bundle
+# Private copies of the binaries: a concurrent `ninja` relinking them mid-run
+# would otherwise make a spawn fail with ETXTBSY/EACCES.
+mkdir -p "$WORK/bin"
+cp "$LC" "$ST" "$WORK/bin/" || exit 1
+LC=$WORK/bin/$(basename "$LC") ST=$WORK/bin/$(basename "$ST")
+if [ -x "$SBX" ]; then cp "$SBX" "$WORK/bin/sbx" && SBX=$WORK/bin/sbx; fi
 export SBX_IMAGE_DIR=$WORK/images SBX_STATE_DIR=$WORK/state
 mkdir -p "$SBX_IMAGE_DIR" "$SBX_STATE_DIR"
 IMAGE=bench-busybox
