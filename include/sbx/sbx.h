@@ -7,6 +7,8 @@
 #include <sbx/runtime.h>
 #include <sbx/spec.h>
 #include <sbx/sandbox.h>
+#include <sbx/process.h>
+#include <sbx/backend.h>
 #include <sbx/image.h>
 #include <sbx/template.h>
 #include <sbx/task.h>

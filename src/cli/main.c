@@ -25,6 +25,7 @@ static const struct command commands[] = {
 	{ "rm", cmd_rm, "destroy sandboxes" },
 	{ "ls", cmd_ls, "list sandboxes" },
 	{ "gc", cmd_gc, "destroy sandboxes whose owner died, and leftovers" },
+	{ "build", cmd_build, "build a Dockerfile into a cached template image" },
 	{ "image", cmd_image, "manage local images (import, bootstrap, pull, ls, rm)" },
 	{ "env", cmd_env, "print what a launcher forwards to workers (paths, never secrets)" },
 	{ "doctor", cmd_doctor, "preflight: can this machine and configuration run episodes?" },

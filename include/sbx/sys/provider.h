@@ -12,10 +12,20 @@
 #include <sbx/runtime.h>
 #include <sbx/sandbox.h>
 #include <sbx/spec.h>
+#include <sbx/process.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/** What a provider's process_start reports (fds are owned by the provider handle). */
+struct sbx_process_fds {
+	pid_t pid;
+	int out_fd;     /**< stdout read end or -1 */
+	int err_fd;     /**< stderr read end or -1 */
+	int in_fd;      /**< stdin write end or -1 */
+	int status_fd;  /**< readable when the exit status can be collected */
+};
 
 #define SBX_PROVIDER_OPS_VERSION 1
 
@@ -48,7 +58,27 @@ typedef struct sbx_provider_ops {
 	int (*list)(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_error **err);
 	/** Destroys a sandbox by id without an open handle (GC); -ENOENT if gone. */
 	int (*destroy_id)(void *ctx, const char *id, sbx_error **err);
+
+	/* Optional (NULL = -ENOSYS): streamed processes, file system, pause. */
+	/** Starts a process; fills pid and the fds of sbx_process (see process.h). */
+	int (*process_start)(void **proc_out, struct sbx_process_fds *fds, void *sb,
+			     const sbx_exec_opts *o, int keep_stdin, sbx_error **err);
+	int (*process_poll)(void *proc, int *status, int *timed_out, int block, sbx_error **err);
+	int (*process_signal)(void *proc, int sig, sbx_error **err);
+	/** Frees a process handle; kill = 1 ends the process if it still runs. */
+	void (*process_free)(void *proc, int kill);
+	int (*stat)(sbx_file_info *out, void *sb, const char *path, sbx_error **err);
+	int (*list_dir)(sbx_file_info **out, size_t *n_out, void *sb, const char *dir, unsigned depth,
+			sbx_error **err);
+	int (*mkdir)(void *sb, const char *path, unsigned mode, sbx_error **err);
+	int (*rename)(void *sb, const char *from, const char *to, sbx_error **err);
+	int (*remove)(void *sb, const char *path, int force, sbx_error **err);
+	int (*chown)(void *sb, const char *path, const char *user, sbx_error **err);
+	int (*path_fd)(int *fd_out, void *sb, const char *path, sbx_error **err);
+	int (*pause)(void *sb, sbx_error **err);
+	int (*resume)(void *sb, sbx_error **err);
 } sbx_provider_ops;
+
 
 /**
  * Registers an out-of-tree provider (the ops table must outlive the process).

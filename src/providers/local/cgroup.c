@@ -38,7 +38,7 @@ const char *sbx__cg_mode_name(enum cg_mode m)
 }
 
 /* Finds cgroup mounts in mountinfo: v1 per controller, and the v2 mount. */
-static void scan_mounts(char *v1[CG_N], char **v2)
+static void scan_mounts(char *v1[CG_N], char **v2, char **freezer)
 {
 	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
 	char *line = NULL;
@@ -58,10 +58,13 @@ static void scan_mounts(char *v1[CG_N], char **v2)
 		if (strcmp(fstype, "cgroup") != 0)
 			continue;
 		char *rest = opts, *o;
-		while ((o = strsep(&rest, ",")) != NULL)
+		while ((o = strsep(&rest, ",")) != NULL) {
 			for (int c = 0; c < CG_N; c++)
 				if (strcmp(o, v1_names[c]) == 0 && !v1[c])
 					v1[c] = xstrdup(mnt);
+			if (strcmp(o, "freezer") == 0 && !*freezer)
+				*freezer = xstrdup(mnt);
+		}
 	}
 	free(line);
 }
@@ -105,8 +108,8 @@ int sbx__cg_detect(struct cg_layout *cg, const char *state_dir, sbx_error **err)
 	memset(cg, 0, sizeof(*cg));
 	cg->parent = parent_name(state_dir);
 	const char *want = getenv("SBX_CGROUP");
-	char *v1[CG_N] = { 0 }, *v2 = NULL;
-	scan_mounts(v1, &v2);
+	char *v1[CG_N] = { 0 }, *v2 = NULL, *freezer = NULL;
+	scan_mounts(v1, &v2, &freezer);
 	enum cg_mode mode = CG_NONE;
 	if (want && strcmp(want, "none") == 0)
 		mode = CG_NONE;
@@ -122,6 +125,7 @@ int sbx__cg_detect(struct cg_layout *cg, const char *state_dir, sbx_error **err)
 		for (int c = 0; c < CG_N; c++)
 			free(v1[c]);
 		free(v2);
+		free(freezer);
 		return sbx_error_set(err, -ENOSYS, "SBX_CGROUP=%s: that cgroup version is not mounted here", want);
 	}
 	cg->mode = mode;
@@ -133,6 +137,7 @@ int sbx__cg_detect(struct cg_layout *cg, const char *state_dir, sbx_error **err)
 		write_str(cg->root[0], "cgroup.subtree_control", "+memory +pids +cpu");
 		write_str(dir, "cgroup.subtree_control", "+memory +pids +cpu");
 	} else if (mode == CG_V1) {
+		cg->freezer = steal_ptr(&freezer);
 		for (int c = 0; c < CG_N; c++) {
 			cg->root[c] = v1[c];
 			v1[c] = NULL;
@@ -145,6 +150,7 @@ int sbx__cg_detect(struct cg_layout *cg, const char *state_dir, sbx_error **err)
 	for (int c = 0; c < CG_N; c++)
 		free(v1[c]);
 	free(v2);
+	free(freezer);
 	return 0;
 }
 
@@ -153,6 +159,7 @@ void sbx__cg_free(struct cg_layout *cg)
 	for (int c = 0; c < CG_N; c++)
 		free(cg->root[c]);
 	free(cg->parent);
+	free(cg->freezer);
 	memset(cg, 0, sizeof(*cg));
 }
 
@@ -295,6 +302,13 @@ static int remove_group(const char *dir, sbx_error **err)
 int sbx__cg_remove(const struct cg_layout *cg, const char *id, sbx_error **err)
 {
 	int ret = 0;
+	if (cg->mode == CG_V1 && cg->freezer) {
+		_cleanup_free_ char *fz = xasprintf("%s/%s/%s", cg->freezer, cg->parent, id);
+		if (access(fz, F_OK) == 0) {
+			write_str(fz, "freezer.state", "THAWED");
+			remove_group(fz, NULL);
+		}
+	}
 	for (int c = 0; c < CG_N; c++) {
 		_cleanup_free_ char *d = group_dir(cg, c, id);
 		if (!d)
@@ -304,6 +318,79 @@ int sbx__cg_remove(const struct cg_layout *cg, const char *id, sbx_error **err)
 			ret = r;
 	}
 	return ret;
+}
+
+/* Pause: v2 writes cgroup.freeze; v1 uses a freezer group made on first use
+ * (most sandboxes are never paused, so creation does not pay for it), into
+ * which every process of the sandbox is moved, until the set is stable. */
+int sbx__cg_freeze(const struct cg_layout *cg, const char *id, int freeze, sbx_error **err)
+{
+	if (cg->mode == CG_V2) {
+		_cleanup_free_ char *d = group_dir(cg, 0, id);
+		int r = write_str(d, "cgroup.freeze", freeze ? "1" : "0");
+		return r < 0 ? sbx_error_setsys(err, r, -r, "cgroup %s: cgroup.freeze", d) : 0;
+	}
+	if (cg->mode != CG_V1)
+		return sbx_error_set(err, -ENOSYS, "pause needs cgroups, and none are usable here");
+	if (!cg->freezer)
+		return sbx_error_set(err, -ENOSYS, "pause needs the v1 freezer controller, which is not mounted");
+	_cleanup_free_ char *parent = xasprintf("%s/%s", cg->freezer, cg->parent);
+	_cleanup_free_ char *d = xasprintf("%s/%s", parent, id);
+	mkdir(parent, 0755);
+	if (freeze) {
+		if (mkdir(d, 0755) < 0 && errno != EEXIST)
+			return sbx_error_setsys(err, -errno, errno, "create freezer group %s", d);
+		_cleanup_free_ char *pids = group_dir(cg, CG_PIDS, id);
+		_cleanup_free_ char *procs = xasprintf("%s/cgroup.procs", pids);
+		for (int round = 0; round < 20; round++) {
+			char *data = NULL;
+			size_t n;
+			if (sbx__read_file(&data, &n, procs, 1 << 20, err) < 0)
+				return -EIO;
+			int moved = 0;
+			char *rest = data, *l;
+			while ((l = strsep(&rest, "\n")) != NULL)
+				if (*l && write_str(d, "cgroup.procs", l) == 0)
+					moved++;
+			free(data);
+			(void)moved;
+			if (write_str(d, "freezer.state", "FROZEN") < 0)
+				return sbx_error_setsys(err, -errno, errno, "freeze %s", d);
+			/* A process forked while we moved others is still outside: go again. */
+			char *again = NULL;
+			size_t m;
+			int stable = 1;
+			if (sbx__read_file(&again, &m, procs, 1 << 20, NULL) == 0) {
+				_cleanup_free_ char *fz = xasprintf("%s/cgroup.procs", d);
+				char *frozen = NULL;
+				size_t k;
+				if (sbx__read_file(&frozen, &k, fz, 1 << 20, NULL) == 0) {
+					stable = strcmp(again, frozen) == 0;
+					free(frozen);
+				}
+				free(again);
+			}
+			if (stable)
+				return 0;
+		}
+		return 0;
+	}
+	int r = write_str(d, "freezer.state", "THAWED");
+	return r < 0 ? sbx_error_setsys(err, r, -r, "thaw %s", d) : 0;
+}
+
+void sbx__cg_thaw_if_frozen(const struct cg_layout *cg, const char *id)
+{
+	if (cg->mode == CG_V2) {
+		_cleanup_free_ char *d = group_dir(cg, 0, id);
+		write_str(d, "cgroup.freeze", "0");
+		return;
+	}
+	if (cg->mode != CG_V1 || !cg->freezer)
+		return;
+	_cleanup_free_ char *fz = xasprintf("%s/%s/%s", cg->freezer, cg->parent, id);
+	if (access(fz, F_OK) == 0)
+		write_str(fz, "freezer.state", "THAWED");
 }
 
 char **sbx__cg_list(const struct cg_layout *cg)

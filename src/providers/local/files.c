@@ -21,7 +21,7 @@
 #include "../../util/fs.h"
 #include "local_int.h"
 
-static int open_in(int root, const char *path, int flags, mode_t mode)
+int sbx__local_open_in(int root, const char *path, int flags, unsigned mode)
 {
 	struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC), .mode = mode,
 				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
@@ -41,7 +41,7 @@ static int open_beneath(int dirfd, const char *name, int flags, mode_t mode)
 }
 
 /* mkdir -p inside the sandbox; returns an O_DIRECTORY fd of path. */
-static int mkdirs_in(int root, const char *path, sbx_error **err)
+int sbx__local_mkdirs_in(int root, const char *path, sbx_error **err)
 {
 	_cleanup_free_ char *p = xstrdup(path);
 	size_t n = strlen(p);
@@ -50,15 +50,15 @@ static int mkdirs_in(int root, const char *path, sbx_error **err)
 			continue;
 		char c = p[i];
 		p[i] = '\0';
-		int fd = open_in(root, p, O_RDONLY | O_DIRECTORY, 0);
+		int fd = sbx__local_open_in(root, p, O_RDONLY | O_DIRECTORY, 0);
 		if (fd < 0 && errno == ENOENT) {
 			char *slash = strrchr(p, '/');
 			*slash = '\0';
-			_cleanup_close_ int parent = open_in(root, *p ? p : "/", O_RDONLY | O_DIRECTORY, 0);
+			_cleanup_close_ int parent = sbx__local_open_in(root, *p ? p : "/", O_RDONLY | O_DIRECTORY, 0);
 			*slash = '/';
 			if (parent < 0 || (mkdirat(parent, slash + 1, 0755) < 0 && errno != EEXIST))
 				return sbx_error_setsys(err, -errno, errno, "create directory %s", p);
-			fd = open_in(root, p, O_RDONLY | O_DIRECTORY, 0);
+			fd = sbx__local_open_in(root, p, O_RDONLY | O_DIRECTORY, 0);
 		}
 		if (fd < 0)
 			return sbx_error_setsys(err, -errno, errno, "open directory %s", p);
@@ -67,7 +67,7 @@ static int mkdirs_in(int root, const char *path, sbx_error **err)
 			return fd;
 		close(fd);
 	}
-	return open_in(root, "/", O_RDONLY | O_DIRECTORY, 0);
+	return sbx__local_open_in(root, "/", O_RDONLY | O_DIRECTORY, 0);
 }
 
 static char *parent_of(const char *path)
@@ -83,10 +83,10 @@ int sbx__local_write_file(struct local_sb *sb, const char *path, const void *dat
 	if (root < 0)
 		return root;
 	_cleanup_free_ char *parent = parent_of(path);
-	_cleanup_close_ int dfd = mkdirs_in(root, parent, err);
+	_cleanup_close_ int dfd = sbx__local_mkdirs_in(root, parent, err);
 	if (dfd < 0)
 		return sbx_error_prefix(err, dfd, "write %s", path);
-	_cleanup_close_ int fd = open_in(root, path, O_WRONLY | O_CREAT | O_TRUNC, mode & 07777);
+	_cleanup_close_ int fd = sbx__local_open_in(root, path, O_WRONLY | O_CREAT | O_TRUNC, mode & 07777);
 	if (fd < 0)
 		return sbx_error_setsys(err, -errno, errno, "write %s in sandbox %s", path, sb->id);
 	fchmod(fd, mode & 07777);
@@ -102,7 +102,7 @@ int sbx__local_read_file(void **data_out, size_t *len_out, struct local_sb *sb, 
 	int root = sbx__local_rootfd(sb, err);
 	if (root < 0)
 		return root;
-	_cleanup_close_ int fd = open_in(root, path, O_RDONLY, 0);
+	_cleanup_close_ int fd = sbx__local_open_in(root, path, O_RDONLY, 0);
 	if (fd < 0)
 		return sbx_error_setsys(err, -errno, errno, "read %s in sandbox %s", path, sb->id);
 	struct stat st;
@@ -260,7 +260,7 @@ int sbx__local_upload(struct local_sb *sb, const char *src, const char *dst, sbx
 	_cleanup_close_ int sfd = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (sfd < 0 || faccessat(sfd, sbase, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
 		return sbx_error_setsys(err, -errno, errno, "upload: %s", src);
-	_cleanup_close_ int dfd = mkdirs_in(root, ddir, err);
+	_cleanup_close_ int dfd = sbx__local_mkdirs_in(root, ddir, err);
 	if (dfd < 0)
 		return sbx_error_prefix(err, dfd, "upload to %s", dst);
 	_cleanup_close_ int into = -1;
@@ -278,7 +278,7 @@ int sbx__local_download(struct local_sb *sb, const char *src, const char *dst, s
 	_cleanup_free_ char *sdir = NULL, *sbase = NULL, *ddir = NULL, *dbase = NULL;
 	split(src, &sdir, &sbase);
 	split(dst, &ddir, &dbase);
-	_cleanup_close_ int sfd = open_in(root, sdir, O_RDONLY | O_DIRECTORY, 0);
+	_cleanup_close_ int sfd = sbx__local_open_in(root, sdir, O_RDONLY | O_DIRECTORY, 0);
 	if (sfd < 0 || faccessat(sfd, sbase, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
 		return sbx_error_setsys(err, -errno, errno, "download: %s in sandbox %s", src, sb->id);
 	int r = sbx__mkdir_p(ddir, 0755, err);

@@ -125,6 +125,7 @@ static int teardown(struct local_sb *sb, sbx_error **err)
 		sb->rootfd = -1;
 	}
 	double t0 = sbx__now_mono();
+	sbx__cg_thaw_if_frozen(&sb->ctx->cg, sb->id);
 	kill_init(sb);
 	double t1 = sbx__now_mono();
 	int r = sbx__cg_remove(&sb->ctx->cg, sb->id, err);
@@ -517,6 +518,80 @@ static int local_destroy_id(void *ctx, const char *id, sbx_error **err)
 	return r;
 }
 
+static int l_proc_start(void **proc, struct sbx_process_fds *fds, void *h, const sbx_exec_opts *o,
+			int keep_stdin, sbx_error **err)
+{
+	int start_exit = 0;
+	char msg[1024] = "";
+	int r = sbx__local_proc_start((struct local_proc **)proc, fds, h, o, keep_stdin, &start_exit, msg,
+				      sizeof(msg), err);
+	if (r == -ENOENT && start_exit)
+		r = sbx_error_set(err, start_exit == 127 ? -ENOENT : -EACCES, "%s", msg);
+	return r;
+}
+
+static int l_proc_poll(void *p, int *status, int *timed_out, int block, sbx_error **err)
+{
+	return sbx__local_proc_poll(p, status, timed_out, block, err);
+}
+
+static int l_proc_signal(void *p, int sig, sbx_error **err)
+{
+	return sbx__local_proc_signal(p, sig, err);
+}
+
+static void l_proc_free(void *p, int kill)
+{
+	sbx__local_proc_free(p, kill);
+}
+
+static int l_stat(sbx_file_info *out, void *h, const char *path, sbx_error **err)
+{
+	return sbx__local_stat(out, h, path, err);
+}
+
+static int l_list(sbx_file_info **out, size_t *n, void *h, const char *dir, unsigned depth, sbx_error **err)
+{
+	return sbx__local_list_dir(out, n, h, dir, depth, err);
+}
+
+static int l_mkdir(void *h, const char *path, unsigned mode, sbx_error **err)
+{
+	return sbx__local_mkdir(h, path, mode, err);
+}
+
+static int l_rename(void *h, const char *from, const char *to, sbx_error **err)
+{
+	return sbx__local_rename(h, from, to, err);
+}
+
+static int l_remove(void *h, const char *path, int force, sbx_error **err)
+{
+	return sbx__local_remove(h, path, force, err);
+}
+
+static int l_chown(void *h, const char *path, const char *user, sbx_error **err)
+{
+	return sbx__local_chown(h, path, user, err);
+}
+
+static int l_path_fd(int *fd, void *h, const char *path, sbx_error **err)
+{
+	return sbx__local_path_fd(fd, h, path, err);
+}
+
+static int l_pause(void *h, sbx_error **err)
+{
+	struct local_sb *sb = h;
+	return sbx__cg_freeze(&sb->ctx->cg, sb->id, 1, err);
+}
+
+static int l_resume(void *h, sbx_error **err)
+{
+	struct local_sb *sb = h;
+	return sbx__cg_freeze(&sb->ctx->cg, sb->id, 0, err);
+}
+
 const sbx_provider_ops sbx_provider_local = {
 	.version = SBX_PROVIDER_OPS_VERSION,
 	.name = "local",
@@ -534,4 +609,17 @@ const sbx_provider_ops sbx_provider_local = {
 	.close = local_close,
 	.list = local_list,
 	.destroy_id = local_destroy_id,
+	.process_start = l_proc_start,
+	.process_poll = l_proc_poll,
+	.process_signal = l_proc_signal,
+	.process_free = l_proc_free,
+	.stat = l_stat,
+	.list_dir = l_list,
+	.mkdir = l_mkdir,
+	.rename = l_rename,
+	.remove = l_remove,
+	.chown = l_chown,
+	.path_fd = l_path_fd,
+	.pause = l_pause,
+	.resume = l_resume,
 };

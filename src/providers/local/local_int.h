@@ -18,6 +18,7 @@ struct cg_layout {
 	enum cg_mode mode;
 	char *root[CG_N];   /* v1: mount point per controller; v2: the unified mount in [0] */
 	char *parent;       /* our parent group name below each root ("sbx") */
+	char *freezer;      /* v1 freezer mount point, NULL if none (pause) */
 };
 
 struct local_ctx {
@@ -69,6 +70,33 @@ int sbx__local_connect(struct local_sb *sb, int *fd_out, sbx_error **err);
 int sbx__local_request(struct local_sb *sb, uint32_t type, uint64_t ttl_ms, int *fd_out,
 		       sbx_error **err);
 int sbx__local_rootfd(struct local_sb *sb, sbx_error **err);
+
+/* process.c: streamed processes (exec.c builds the blocking exec on them). */
+struct local_proc;
+int sbx__local_proc_start(struct local_proc **out, struct sbx_process_fds *fds, struct local_sb *sb,
+			  const sbx_exec_opts *o, int keep_stdin, int *start_exit, char *start_msg,
+			  size_t msglen, sbx_error **err);
+int sbx__local_proc_poll(struct local_proc *p, int *status, int *timed_out, int block, sbx_error **err);
+int sbx__local_proc_signal(struct local_proc *p, int sig, sbx_error **err);
+void sbx__local_proc_free(struct local_proc *p, int kill);
+
+/* fsops.c: stat, list, mkdir, rename, remove, chown, path fds */
+int sbx__local_stat(sbx_file_info *out, struct local_sb *sb, const char *path, sbx_error **err);
+int sbx__local_list_dir(sbx_file_info **out, size_t *n_out, struct local_sb *sb, const char *dir,
+			unsigned depth, sbx_error **err);
+int sbx__local_mkdir(struct local_sb *sb, const char *path, unsigned mode, sbx_error **err);
+int sbx__local_rename(struct local_sb *sb, const char *from, const char *to, sbx_error **err);
+int sbx__local_remove(struct local_sb *sb, const char *path, int force, sbx_error **err);
+int sbx__local_chown(struct local_sb *sb, const char *path, const char *user, sbx_error **err);
+int sbx__local_path_fd(int *fd_out, struct local_sb *sb, const char *path, sbx_error **err);
+/* files.c helpers shared with fsops.c */
+int sbx__local_open_in(int root, const char *path, int flags, unsigned mode);
+int sbx__local_mkdirs_in(int root, const char *path, sbx_error **err);
+
+/* cgroup.c: freezer */
+int sbx__cg_freeze(const struct cg_layout *cg, const char *id, int freeze, sbx_error **err);
+/* Thaws the sandbox if a v1 freezer group exists for it (frozen tasks cannot die). */
+void sbx__cg_thaw_if_frozen(const struct cg_layout *cg, const char *id);
 
 /* exec.c */
 int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_opts *o,

@@ -29,6 +29,7 @@ enum sbx_msg_type {
 	M_SET_TTL,    /* host -> init: T_TTL_MS (0 = never) */
 	M_PING,       /* host -> init: liveness */
 	M_OK,         /* init -> host: done (fds may be attached) */
+	M_DETACH,     /* host -> init, on an exec connection: let the command outlive it */
 };
 
 enum sbx_msg_tag {

@@ -7,6 +7,7 @@
  * command's whole tree (its process group, and its pids sub-cgroup when it
  * has a timeout), so a cancelled caller never leaves work running.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -61,10 +62,66 @@ static void cg_name(char *out, size_t n, pid_t pid)
 	snprintf(out, n, "e%d", (int)pid);
 }
 
-/* Kills every process of an exec: its process group, then whatever is left in
- * its sub-cgroup (processes that called setsid). */
+/* SIGKILLs every descendant of `root` by walking parent links in /proc (our
+ * pid namespace holds only this sandbox, so the walk is short). Children that
+ * called setsid are found while their ancestors live. */
+static void kill_descendants(pid_t root)
+{
+	enum { MAXP = 8192 };
+	static pid_t pid[MAXP], ppid[MAXP];
+	int n = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	while (d && (de = readdir(d)) && n < MAXP) {
+		char *end;
+		long v = strtol(de->d_name, &end, 10);
+		if (*end || v <= 1)
+			continue;
+		char path[64], buf[512];
+		snprintf(path, sizeof(path), "/proc/%ld/stat", v);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t k = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (k <= 0)
+			continue;
+		buf[k] = '\0';
+		char *rp = strrchr(buf, ')');
+		int pp;
+		if (!rp || sscanf(rp + 2, "%*c %d", &pp) != 1)
+			continue;
+		pid[n] = (pid_t)v;
+		ppid[n++] = (pid_t)pp;
+	}
+	if (d)
+		closedir(d);
+	/* Mark descendants: repeat until no process with a marked parent is left. */
+	static char in[MAXP];
+	memset(in, 0, (size_t)n);
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (int i = 0; i < n; i++) {
+			if (in[i])
+				continue;
+			int hit = ppid[i] == root;
+			for (int j = 0; j < n && !hit; j++)
+				hit = in[j] && pid[j] == ppid[i];
+			if (hit)
+				in[i] = changed = 1;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		if (in[i])
+			kill(pid[i], SIGKILL);
+}
+
+/* Kills every process of an exec: its descendants, its process group, then
+ * whatever is left in its sub-cgroup (when it has one). */
 static void kill_tree(struct exec *e)
 {
+	kill(e->pid, SIGSTOP); /* no new children while we look */
+	kill_descendants(e->pid);
 	kill(-e->pid, SIGKILL);
 	kill(e->pid, SIGKILL);
 	if (!e->cg || cfg->cg_fd < 0)
@@ -252,11 +309,25 @@ static void handle_conn(int ci)
 		uint16_t tag;
 		const char *d;
 		uint32_t dl;
-		while (sbx__msg_next(buf, (size_t)n, &off, &tag, &d, &dl) == 1)
-			if (tag == T_SIGNAL && c->exec >= 0)
-				kill(execs[c->exec].pid, (int)sbx__msg_u64(d, dl));
+		while (sbx__msg_next(buf, (size_t)n, &off, &tag, &d, &dl) == 1) {
+			if (tag != T_SIGNAL || c->exec < 0)
+				continue;
+			int sig = (int)sbx__msg_u64(d, dl);
+			/* SIGKILL ends the command's whole tree, as a timeout does. */
+			if (sig == SIGKILL)
+				kill_tree(&execs[c->exec]);
+			else
+				kill(execs[c->exec].pid, sig);
+		}
 		break;
 	}
+	case M_DETACH:
+		/* The caller goes away but the command stays (background jobs). */
+		if (c->exec >= 0) {
+			execs[c->exec].conn = -1;
+			c->exec = -1;
+		}
+		break;
 	case M_ROOTFD: {
 		int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (root < 0) {
