@@ -156,7 +156,7 @@ int sbx__df_words(char ***out, const char *in, char escape, bool split, const st
 	sbx__buf_init(&cur, SBX_DF_MAX);
 	bool have = false;
 	int r = 0;
-	while (in[l.i] && r == 0) {
+	while (r == 0 && in[l.i]) {
 		char c = in[l.i];
 		if (split && is_space(c)) {
 			if (have) {
@@ -198,7 +198,8 @@ int sbx__df_words(char ***out, const char *in, char escape, bool split, const st
 				l.errmsg = xstrdup("unterminated double quote");
 				r = -EINVAL;
 			}
-			l.i++;
+			if (r == 0)
+				l.i++;
 		} else if (c == escape && in[l.i + 1]) {
 			put(&cur, in + l.i + 1, 1);
 			l.i += 2;
