@@ -282,7 +282,14 @@ static int stage_create(struct ep *e, const sbx_task_image *img)
 	so.workdir = e->t->workdir;
 	so.labels = (const char *const *)labels;
 	so.ttl_s = (unsigned)ceil(remaining(e)) + 300;
-	int r = sbx_sandbox_create(&e->sb, e->rt, &so, &err);
+	/* The create pipeline bounds the create by the episode clock (a late
+	 * sandbox is destroyed, never leaked) and keeps the TTL renewed while
+	 * the episode runs; if this process dies, the TTL reclaims it. */
+	sbx_create_ctl ctl = SBX_CREATE_CTL_INIT;
+	ctl.task = e->t->name;
+	ctl.timeout_s = remaining(e) > 0 ? remaining(e) : 0.001;
+	ctl.keepalive = 1;
+	int r = sbx_sandbox_create_ex(&e->sb, e->rt, &so, &ctl, &err);
 	sbx__strv_free(labels);
 	if (r == 0) {
 		e->res->sandbox_id = xstrdup(sbx_sandbox_id(e->sb));
@@ -294,7 +301,10 @@ static int stage_create(struct ep *e, const sbx_task_image *img)
 	if (r == 0)
 		r = upload_env_files(e, &err);
 	if (r < 0) {
-		set_status(e, SBX_EPISODE_ENV_ERROR, "create: %s", err ? err->msg : "failed");
+		if (r == -ETIMEDOUT && !e->sb)
+			set_status(e, SBX_EPISODE_TIME_LIMIT, "create: episode time limit reached");
+		else
+			set_status(e, SBX_EPISODE_ENV_ERROR, "create: %s", err ? err->msg : "failed");
 		stage_end(e, SBX_STAGE_CREATE, 0, err ? err->msg : NULL);
 		sbx_error_free(err);
 		return r;
