@@ -1,0 +1,495 @@
+// Compatibility suite: drives one pinned version of the official `e2b` npm SDK
+// against `sbx serve` and checks every call the issue lists.
+//
+//   node suite.mjs SDK_PREFIX      (SDK_PREFIX/node_modules/e2b, from install.sh)
+//
+// Environment: E2B_API_URL and E2B_SANDBOX_URL (both the server's base URL),
+// E2B_API_KEY (the server's key). Optional: SBX_COMPAT_TEMPLATE (template of
+// the extra sandboxes, default "base"), SBX_COMPAT_LARGE_MB (default 64).
+//
+// Every check prints one line, PASS / FAIL / SKIP (skips always say why). The
+// suite stops at the first failure, printing what it got and what it expected,
+// kills every sandbox it created, and ends with
+//   e2b@VER: N passed, N failed, N skipped
+// Exit status: 0 when nothing failed.
+import { createHash, randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const prefix = process.argv[2] || process.env.SBX_COMPAT_SDK;
+if (!prefix) {
+  console.error('usage: node suite.mjs SDK_PREFIX');
+  process.exit(2);
+}
+const API = (process.env.E2B_API_URL || '').replace(/\/+$/, '');
+const KEY = process.env.E2B_API_KEY || '';
+if (!API || !process.env.E2B_SANDBOX_URL || !KEY) {
+  console.error('suite: set E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY');
+  process.exit(2);
+}
+const LARGE_MB = Number(process.env.SBX_COMPAT_LARGE_MB || 64);
+const CHECK_TIMEOUT_MS = 180_000;
+
+// ---- loading the SDK --------------------------------------------------------
+// The ES-module build of some 2.x releases fails under Node 20 ("Dynamic
+// require of undici is not supported", e2b-protocol.md section 14): fall back
+// to the CommonJS build.
+const pkgDir = join(prefix, 'node_modules', 'e2b');
+const req = createRequire(join(prefix, 'package.json'));
+const VERSION = req(join(pkgDir, 'package.json')).version;
+let e2b;
+let loader = 'esm';
+try {
+  const esm = join(pkgDir, 'dist', 'index.mjs');
+  if (!existsSync(esm)) throw new Error('no ESM build');
+  e2b = await import(pathToFileURL(esm).href);
+  if (typeof e2b.Sandbox !== 'function') throw new Error('no Sandbox export');
+} catch (err) {
+  loader = `cjs (esm: ${err.message.split('\n')[0]})`;
+  e2b = req('e2b');
+}
+const { Sandbox, CommandExitError, NotFoundError, AuthenticationError } = e2b;
+const FileNotFound = e2b.FileNotFoundError || NotFoundError; // 2.8.x has only NotFoundError
+const TAG = `e2b@${VERSION}`;
+const RUN = `${process.pid}-${Date.now().toString(36)}`; // metadata value unique to this run
+
+// ---- tiny harness ----------------------------------------------------------
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+class Skip extends Error {}
+class Failed extends Error {}
+const skip = (reason) => {
+  throw new Skip(reason);
+};
+const show = (v) => {
+  if (v instanceof Uint8Array) return `<${v.length} bytes>`;
+  const s = JSON.stringify(v);
+  return s === undefined ? String(v) : s.length > 300 ? s.slice(0, 300) + '…' : s;
+};
+function eq(actual, expected, what) {
+  if (actual !== expected) throw new Error(`${what}: expected ${show(expected)}, got ${show(actual)}`);
+}
+function ok(cond, what, actual) {
+  if (!cond) throw new Error(`${what}${actual === undefined ? '' : `: got ${show(actual)}`}`);
+}
+// Expects `p` to reject with an instance of `cls`; returns the error.
+async function rejects(p, cls, what) {
+  let res;
+  try {
+    res = await p;
+  } catch (err) {
+    if (cls && !(err instanceof cls))
+      throw new Error(`${what}: expected ${cls.name}, got ${err?.constructor?.name}: ${err?.message}`);
+    return err;
+  }
+  throw new Error(`${what}: expected ${cls ? cls.name : 'an error'}, got success ${show(res)}`);
+}
+function withTimeout(p, ms, what) {
+  let t;
+  return Promise.race([
+    p,
+    new Promise((_, rej) => {
+      t = setTimeout(() => rej(new Error(`${what}: no answer within ${ms / 1000} s`)), ms);
+    }),
+  ]).finally(() => clearTimeout(t));
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+async function waitFor(cond, ms, what) {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await cond()) return;
+    if (Date.now() > end) throw new Error(`${what}: not true within ${ms / 1000} s`);
+    await sleep(100);
+  }
+}
+
+async function check(name, fn) {
+  const t0 = Date.now();
+  try {
+    await withTimeout(Promise.resolve().then(fn), CHECK_TIMEOUT_MS, name);
+    passed++;
+    console.log(`PASS ${TAG} ${name} (${Date.now() - t0} ms)`);
+  } catch (err) {
+    if (err instanceof Skip) {
+      skipped++;
+      console.log(`SKIP ${TAG} ${name}: ${err.message}`);
+      return;
+    }
+    failed++;
+    console.log(`FAIL ${TAG} ${name}: ${err?.constructor?.name}: ${err?.message}`);
+    if (err?.stack && !(err.message || '').includes('expected')) console.log(err.stack.split('\n').slice(1, 6).join('\n'));
+    throw new Failed(name);
+  }
+}
+
+// ---- plain HTTP against the control plane -----------------------------------
+async function api(method, path, { key = KEY, body, headers = {} } = {}) {
+  const h = { ...headers };
+  if (key !== null) h['X-API-KEY'] = key;
+  if (body !== undefined) h['Content-Type'] = 'application/json';
+  const res = await fetch(API + path, { method, headers: h, body });
+  const text = await res.text();
+  let json;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, ctype: res.headers.get('content-type') || '', text, json, headers: res.headers };
+}
+// Every live sandbox id, following X-Next-Token.
+async function listIds() {
+  const ids = [];
+  let next = '';
+  for (let page = 0; page < 100; page++) {
+    const r = await api('GET', `/v2/sandboxes?limit=100${next ? `&nextToken=${encodeURIComponent(next)}` : ''}`);
+    eq(r.status, 200, 'GET /v2/sandboxes status');
+    ok(Array.isArray(r.json), 'GET /v2/sandboxes body is a JSON array', r.text);
+    for (const s of r.json) ids.push(s.sandboxID);
+    next = r.headers.get('x-next-token') || '';
+    if (!next) return ids.sort();
+  }
+  throw new Error('GET /v2/sandboxes: more than 100 pages');
+}
+function expectError(r, status, what) {
+  eq(r.status, status, `${what}: HTTP status`);
+  ok(r.json && typeof r.json === 'object', `${what}: body is JSON`, r.text);
+  eq(r.json.code, status, `${what}: JSON code`);
+  ok(typeof r.json.message === 'string' && r.json.message.length > 0, `${what}: JSON message`, r.text);
+}
+
+// ---- SDK helpers --------------------------------------------------------------
+const created = new Set();
+async function create(opts = {}) {
+  const sb = await Sandbox.create({ ...opts, metadata: { compat_run: RUN, ...(opts.metadata || {}) } });
+  created.add(sb.sandboxId);
+  return sb;
+}
+async function listSdk(query) {
+  const pager = Sandbox.list({ query });
+  const out = [];
+  for (let i = 0; i < 100 && pager.hasNext; i++) out.push(...(await pager.nextItems()));
+  return out;
+}
+
+// ---- the checks ---------------------------------------------------------------
+const D = '/home/user/compat'; // working directory for the file checks
+let sbx; // the main sandbox
+let second; // a second sandbox, for list filters and kill
+
+async function main() {
+  console.log(`# ${TAG} loaded as ${loader}; API ${API}; run ${RUN}`);
+
+  await check('create (default template)', async () => {
+    sbx = await create({ metadata: { role: 'main' }, envs: { SBX_COMPAT_CREATE_ENV: 'from-create' } });
+    ok(typeof sbx.sandboxId === 'string' && sbx.sandboxId.length > 0, 'sandboxId is a non-empty string', sbx.sandboxId);
+    eq(await sbx.isRunning(), true, 'isRunning()');
+  });
+
+  await check('commands.run stdout', async () => {
+    const r = await sbx.commands.run('echo hello; printf "a\\nb"');
+    eq(r.exitCode, 0, 'exitCode');
+    eq(r.stdout, 'hello\na\nb', 'stdout');
+    eq(r.stderr, '', 'stderr');
+  });
+
+  await check('commands.run stderr', async () => {
+    const r = await sbx.commands.run('echo to-err >&2; echo to-out');
+    eq(r.exitCode, 0, 'exitCode');
+    eq(r.stderr, 'to-err\n', 'stderr');
+    eq(r.stdout, 'to-out\n', 'stdout');
+  });
+
+  await check('commands.run non-zero exit (CommandExitError)', async () => {
+    const err = await rejects(sbx.commands.run('echo out; echo oops >&2; exit 3'), CommandExitError, "run('exit 3')");
+    eq(err.exitCode, 3, 'CommandExitError.exitCode');
+    eq(err.stdout, 'out\n', 'CommandExitError.stdout');
+    eq(err.stderr, 'oops\n', 'CommandExitError.stderr');
+  });
+
+  await check('commands.run callbacks and large output', async () => {
+    let streamed = 0;
+    const r = await sbx.commands.run('i=0; while [ $i -lt 20000 ]; do echo "line $i"; i=$((i+1)); done', {
+      onStdout: (d) => {
+        streamed += d.length;
+      },
+    });
+    const lines = r.stdout.split('\n');
+    eq(lines.length, 20001, 'stdout line count (+1 after the last newline)');
+    eq(lines[19999], 'line 19999', 'last line');
+    eq(streamed, r.stdout.length, 'bytes seen by onStdout');
+  });
+
+  await check('commands.run envs', async () => {
+    const r = await sbx.commands.run('echo "$FOO|$BAR|$SBX_COMPAT_CREATE_ENV"', { envs: { FOO: 'foo', BAR: 'b a r' } });
+    eq(r.stdout, 'foo|b a r|from-create\n', 'stdout (request envs, then create envs)');
+    const o = await sbx.commands.run('echo "$SBX_COMPAT_CREATE_ENV"', { envs: { SBX_COMPAT_CREATE_ENV: 'overridden' } });
+    eq(o.stdout, 'overridden\n', 'request envs override create envs');
+  });
+
+  await check('commands.run cwd', async () => {
+    const r = await sbx.commands.run('pwd', { cwd: '/tmp' });
+    eq(r.stdout, '/tmp\n', 'pwd with cwd /tmp');
+    await sbx.commands.run('mkdir -p /tmp/compat-cwd/x');
+    const r2 = await sbx.commands.run('pwd; ls', { cwd: '/tmp/compat-cwd' });
+    eq(r2.stdout, '/tmp/compat-cwd\nx\n', 'pwd; ls with cwd /tmp/compat-cwd');
+    await rejects(sbx.commands.run('pwd', { cwd: '/nonexistent/dir' }), null, 'run with a missing cwd');
+  });
+
+  await check('commands.run background + kill', async () => {
+    let out = '';
+    const h = await sbx.commands.run('echo started; exec sleep 600', {
+      background: true,
+      onStdout: (d) => {
+        out += d;
+      },
+    });
+    ok(Number.isInteger(h.pid) && h.pid > 0, 'handle.pid is a positive integer', h.pid);
+    await waitFor(() => out === 'started\n', 15_000, 'background stdout "started\\n"');
+    const procs = await sbx.commands.list();
+    ok(procs.some((p) => p.pid === h.pid), `commands.list() includes pid ${h.pid}`, procs.map((p) => p.pid));
+    eq(await sbx.commands.kill(h.pid), true, 'commands.kill(pid) of a running process');
+    const err = await rejects(h.wait(), CommandExitError, 'wait() after kill');
+    ok(err.exitCode !== 0, 'exit code after SIGKILL is non-zero', err.exitCode);
+    await waitFor(async () => !(await sbx.commands.list()).some((p) => p.pid === h.pid), 10_000, 'killed pid leaves commands.list()');
+    eq(await sbx.commands.kill(h.pid), false, 'commands.kill(pid) of a finished process');
+    // A handle's own kill() as well.
+    const h2 = await sbx.commands.run('exec sleep 600', { background: true });
+    eq(await h2.kill(), true, 'handle.kill()');
+    await rejects(h2.wait(), CommandExitError, 'handle.wait() after handle.kill()');
+  });
+
+  await check('commands.run stdin (sendStdin)', async () => {
+    const h = await sbx.commands.run('head -n 2', { background: true, stdin: true });
+    await sbx.commands.sendStdin(h.pid, 'first\n');
+    await sbx.commands.sendStdin(h.pid, 'second\nthird\n');
+    const r = await h.wait();
+    eq(r.exitCode, 0, 'exitCode');
+    eq(r.stdout, 'first\nsecond\n', 'stdout of head -n 2');
+  });
+
+  await check('commands.run stdin (closeStdin)', async () => {
+    if (typeof sbx.commands.closeStdin !== 'function') skip(`commands.closeStdin does not exist in ${TAG}`);
+    const h = await sbx.commands.run('wc -c', { background: true, stdin: true });
+    await sbx.commands.sendStdin(h.pid, 'hello stdin');
+    await sbx.commands.closeStdin(h.pid);
+    const r = await h.wait();
+    eq(r.stdout.trim(), '11', 'wc -c of what was sent');
+  });
+
+  const content = `hello files from ${TAG}\n`;
+  await check('files.write / files.read', async () => {
+    const w = await sbx.files.write(`${D}/a.txt`, content);
+    eq(w.path, `${D}/a.txt`, 'WriteInfo.path');
+    eq(w.name, 'a.txt', 'WriteInfo.name');
+    eq(await sbx.files.read(`${D}/a.txt`), content, 'read back (text)');
+    const bytes = await sbx.files.read(`${D}/a.txt`, { format: 'bytes' });
+    eq(Buffer.from(bytes).toString(), content, 'read back (bytes)');
+    const r = await sbx.commands.run(`cat ${D}/a.txt`);
+    eq(r.stdout, content, 'cat inside the sandbox');
+    await sbx.files.write(`${D}/a.txt`, 'short');
+    eq(await sbx.files.read(`${D}/a.txt`), 'short', 'overwrite truncates');
+    await sbx.files.write(`${D}/a.txt`, content);
+    await sbx.files.write(`${D}/empty`, '');
+    eq(await sbx.files.read(`${D}/empty`), '', 'empty file');
+    await rejects(sbx.files.read(`${D}/missing.txt`), FileNotFound, 'read of a missing file');
+  });
+
+  await check('files.exists', async () => {
+    eq(await sbx.files.exists(`${D}/a.txt`), true, 'exists(a.txt)');
+    eq(await sbx.files.exists(D), true, 'exists(dir)');
+    eq(await sbx.files.exists(`${D}/missing.txt`), false, 'exists(missing.txt)');
+  });
+
+  await check('files.makeDir', async () => {
+    eq(await sbx.files.makeDir(`${D}/sub/deep`), true, 'makeDir(new nested dir)');
+    eq(await sbx.files.makeDir(`${D}/sub/deep`), false, 'makeDir(existing dir)');
+    const r = await sbx.commands.run(`test -d ${D}/sub/deep && echo dir`);
+    eq(r.stdout, 'dir\n', 'directory exists inside the sandbox');
+  });
+
+  await check('files.list', async () => {
+    await sbx.files.write(`${D}/sub/deep/n.txt`, 'nested');
+    const entries = await sbx.files.list(D);
+    const byName = Object.fromEntries(entries.map((e) => [e.name, e]));
+    eq(Object.keys(byName).sort().join(','), 'a.txt,empty,sub', 'entry names (depth 1)');
+    eq(byName['a.txt'].type, 'file', 'a.txt type');
+    eq(byName['a.txt'].path, `${D}/a.txt`, 'a.txt path');
+    eq(byName.sub.type, 'dir', 'sub type');
+    if ('size' in byName['a.txt']) eq(Number(byName['a.txt'].size), content.length, 'a.txt size');
+    const deep = await sbx.files.list(D, { depth: 3 });
+    ok(deep.some((e) => e.path === `${D}/sub/deep/n.txt`), 'list(depth 3) reaches sub/deep/n.txt', deep.map((e) => e.path));
+    await rejects(sbx.files.list(`${D}/nope`), null, 'list of a missing directory');
+  });
+
+  await check('files.rename', async () => {
+    const e = await sbx.files.rename(`${D}/a.txt`, `${D}/b.txt`);
+    eq(e.path, `${D}/b.txt`, 'EntryInfo.path of the renamed file');
+    eq(e.name, 'b.txt', 'EntryInfo.name');
+    eq(await sbx.files.exists(`${D}/a.txt`), false, 'old path gone');
+    eq(await sbx.files.read(`${D}/b.txt`), content, 'content under the new name');
+    await rejects(sbx.files.rename(`${D}/missing`, `${D}/x`), null, 'rename of a missing path');
+  });
+
+  await check('files.remove', async () => {
+    await sbx.files.remove(`${D}/b.txt`);
+    eq(await sbx.files.exists(`${D}/b.txt`), false, 'file removed');
+    await sbx.files.remove(`${D}/sub`);
+    eq(await sbx.files.exists(`${D}/sub`), false, 'non-empty directory removed');
+    const r = await sbx.commands.run(`ls -A ${D}`);
+    eq(r.stdout, 'empty\n', 'what is left');
+  });
+
+  await check(`files large (${LARGE_MB} MiB round trip)`, async () => {
+    const big = randomBytes(LARGE_MB << 20);
+    const sum = createHash('sha256').update(big).digest('hex');
+    const ab = big.buffer.slice(big.byteOffset, big.byteOffset + big.length);
+    const w = await sbx.files.write(`${D}/big.bin`, ab);
+    eq(w.path, `${D}/big.bin`, 'WriteInfo.path');
+    const r = await sbx.commands.run(`wc -c < ${D}/big.bin`);
+    eq(r.stdout.trim(), String(big.length), 'size inside the sandbox');
+    const back = await sbx.files.read(`${D}/big.bin`, { format: 'bytes' });
+    eq(back.length, big.length, 'bytes read back');
+    eq(createHash('sha256').update(back).digest('hex'), sum, 'sha256 of what was read back');
+    await sbx.files.remove(`${D}/big.bin`);
+  });
+
+  await check('getInfo', async () => {
+    const info = await sbx.getInfo();
+    eq(info.sandboxId, sbx.sandboxId, 'sandboxId');
+    eq(typeof info.templateId, 'string', 'templateId is a string');
+    eq(info.metadata?.compat_run, RUN, 'metadata.compat_run');
+    eq(info.metadata?.role, 'main', 'metadata.role');
+    ok(info.startedAt instanceof Date && !isNaN(info.startedAt), 'startedAt is a valid Date', info.startedAt);
+    ok(info.endAt instanceof Date && info.endAt > info.startedAt, 'endAt is a Date after startedAt', info.endAt);
+    if ('state' in info) eq(info.state, 'running', 'state');
+    const s = await Sandbox.getInfo(sbx.sandboxId);
+    eq(s.sandboxId, sbx.sandboxId, 'static getInfo sandboxId');
+    await rejects(Sandbox.getInfo('nosuchsandbox0000000'), NotFoundError, 'static getInfo of an unknown id');
+  });
+
+  await check('setTimeout', async () => {
+    const t0 = Date.now();
+    await sbx.setTimeout(600_000);
+    const a = (await sbx.getInfo()).endAt.getTime();
+    ok(Math.abs(a - (t0 + 600_000)) < 60_000, 'endAt about now + 600 s after setTimeout(600000)', new Date(a).toISOString());
+    await Sandbox.setTimeout(sbx.sandboxId, 900_000);
+    const b = (await sbx.getInfo()).endAt.getTime();
+    ok(b - a > 240_000 && b - a < 360_000, 'static setTimeout(900000) moves endAt by about 300 s', (b - a) / 1000);
+    await rejects(Sandbox.setTimeout('nosuchsandbox0000000', 60_000), NotFoundError, 'setTimeout of an unknown id');
+  });
+
+  await check('list with a metadata filter', async () => {
+    second = await create({ metadata: { role: 'second' } });
+    const all = await listSdk({ metadata: { compat_run: RUN } });
+    eq(all.map((s) => s.sandboxId).sort().join(','), [sbx.sandboxId, second.sandboxId].sort().join(','), 'ids matching compat_run');
+    const one = await listSdk({ metadata: { compat_run: RUN, role: 'second' } });
+    eq(one.map((s) => s.sandboxId).join(','), second.sandboxId, 'ids matching compat_run and role=second');
+    eq(one[0].metadata?.role, 'second', 'listed metadata.role');
+    if ('state' in one[0]) eq(one[0].state, 'running', 'listed state');
+    const none = await listSdk({ metadata: { compat_run: RUN, role: 'nobody' } });
+    eq(none.length, 0, 'no sandbox matches role=nobody');
+  });
+
+  await check('connect', async () => {
+    const c = await Sandbox.connect(sbx.sandboxId);
+    eq(c.sandboxId, sbx.sandboxId, 'connected sandboxId');
+    const r = await c.commands.run(`cat ${D}/empty; echo connected`);
+    eq(r.stdout, 'connected\n', 'command through the connected handle');
+    await c.files.write(`${D}/via-connect.txt`, 'via connect');
+    eq(await sbx.files.read(`${D}/via-connect.txt`), 'via connect', 'file written through connect, read through create');
+    await rejects(Sandbox.connect('nosuchsandbox0000000'), NotFoundError, 'connect to an unknown id');
+  });
+
+  await check('setTimeout expiry kills the sandbox', async () => {
+    const t = await create({ metadata: { role: 'expiry' } });
+    await t.setTimeout(2_000);
+    await waitFor(async () => {
+      try {
+        await Sandbox.getInfo(t.sandboxId);
+        return false;
+      } catch (err) {
+        if (err instanceof NotFoundError) return true;
+        throw err;
+      }
+    }, 60_000, 'getInfo reports NotFound after the timeout');
+    eq(await Sandbox.kill(t.sandboxId), false, 'kill after expiry');
+    created.delete(t.sandboxId);
+  });
+
+  await check('bad requests change nothing', async () => {
+    const before = await listIds();
+    ok(before.includes(sbx.sandboxId) && before.includes(second.sandboxId), 'both sandboxes listed', before);
+
+    // Malformed JSON.
+    for (const path of ['/v2/sandboxes', '/sandboxes']) {
+      expectError(await api('POST', path, { body: '{"templateID":' }), 400, `POST ${path} malformed JSON`);
+      expectError(await api('POST', path, { body: '[1,2' }), 400, `POST ${path} truncated array`);
+    }
+    expectError(await api('POST', `/sandboxes/${sbx.sandboxId}/timeout`, { body: '{"timeout":' }), 400, 'POST timeout malformed JSON');
+    // Unknown sandbox.
+    const ghost = 'nosuchsandbox0000000';
+    expectError(await api('GET', `/sandboxes/${ghost}`), 404, 'GET unknown sandbox');
+    expectError(await api('DELETE', `/sandboxes/${ghost}`), 404, 'DELETE unknown sandbox');
+    expectError(await api('POST', `/sandboxes/${ghost}/timeout`, { body: '{"timeout":60}' }), 404, 'POST timeout of unknown sandbox');
+    expectError(await api('POST', `/sandboxes/${ghost}/connect`, { body: '{"timeout":60}' }), 404, 'POST connect of unknown sandbox');
+    expectError(await api('POST', `/v2/sandboxes/${ghost}/connect`, { body: '{}' }), 404, 'POST v2 connect of unknown sandbox');
+    // Wrong or missing key, including on requests that would change state.
+    const wrong = 'e2b_' + '0'.repeat(40);
+    for (const key of [wrong, null]) {
+      const label = key ? 'wrong key' : 'no key';
+      expectError(await api('GET', '/v2/sandboxes', { key }), 401, `GET /v2/sandboxes with ${label}`);
+      expectError(await api('POST', '/v2/sandboxes', { key, body: '{"templateID":"base"}' }), 401, `POST /v2/sandboxes with ${label}`);
+      expectError(await api('POST', '/sandboxes', { key, body: '{"templateID":"base"}' }), 401, `POST /sandboxes with ${label}`);
+      expectError(await api('DELETE', `/sandboxes/${second.sandboxId}`, { key }), 401, `DELETE with ${label}`);
+      expectError(await api('POST', `/sandboxes/${second.sandboxId}/timeout`, { key, body: '{"timeout":1}' }), 401, `POST timeout with ${label}`);
+    }
+    // The SDK maps 401 to AuthenticationError.
+    await rejects(Sandbox.create({ apiKey: wrong }), AuthenticationError, 'Sandbox.create with a wrong key');
+    await rejects(Sandbox.kill(second.sandboxId, { apiKey: wrong }), AuthenticationError, 'Sandbox.kill with a wrong key');
+
+    const after = await listIds();
+    eq(after.join(','), before.join(','), 'sandbox ids after the bad requests');
+    eq(await second.isRunning(), true, 'second sandbox still running');
+    const info = await second.getInfo();
+    ok(info.endAt.getTime() - Date.now() > 30_000, 'second sandbox timeout not shortened', info.endAt);
+  });
+
+  await check('kill (true, then false)', async () => {
+    eq(await Sandbox.kill(second.sandboxId), true, 'Sandbox.kill of a live sandbox');
+    eq(await Sandbox.kill(second.sandboxId), false, 'Sandbox.kill again');
+    created.delete(second.sandboxId);
+    await rejects(Sandbox.getInfo(second.sandboxId), NotFoundError, 'getInfo after kill');
+    // The instance method: boolean from 2.9 on (2.8.x resolves to undefined).
+    const r = await sbx.kill();
+    ok(r === true || r === undefined, 'sbx.kill() of a live sandbox', r);
+    created.delete(sbx.sandboxId);
+    eq(await Sandbox.kill(sbx.sandboxId), false, 'Sandbox.kill after sbx.kill()');
+    const left = await listSdk({ metadata: { compat_run: RUN } });
+    eq(left.length, 0, 'sandboxes of this run left in list()');
+  });
+}
+
+let code = 0;
+try {
+  await main();
+} catch (err) {
+  if (!(err instanceof Failed)) {
+    failed++;
+    console.log(`FAIL ${TAG} (harness): ${err?.stack || err}`);
+  }
+  code = 1;
+} finally {
+  for (const id of created) {
+    try {
+      await Sandbox.kill(id);
+    } catch (err) {
+      console.log(`# cleanup: kill ${id}: ${err.message}`);
+    }
+  }
+}
+console.log(`${TAG}: ${passed} passed, ${failed} failed, ${skipped} skipped`);
+process.exit(code);
