@@ -234,12 +234,14 @@ static int status_error(struct sbx_registry *c, struct xfer *x, const char *what
 	if (x->status == 404)
 		r = sbx_error_set(err, -ENOENT, "%s not found in %s on %s (%s)", what, c->repo,
 				  c->host, why);
+	else if ((x->status == 401 || x->status == 403) && c->basic)
+		r = sbx_error_set(err, -EACCES, "%s: access to %s on %s denied with the credentials "
+				  "from %s (%s)", what, c->repo, c->host, c->auth_file, why);
 	else if (x->status == 401 || x->status == 403)
-		r = sbx_error_set(err, -EACCES,
-				  "%s: access to %s on %s denied (%s)%s%s%s", what, c->repo, c->host,
-				  why, c->basic ? "" : "; the repository does not exist or needs "
-				  "credentials: add them for ", c->basic ? "" : c->host,
-				  c->basic ? "" : " to $SBX_REGISTRY_AUTH_FILE or ~/.docker/config.json");
+		r = sbx_error_set(err, -EACCES, "%s: access to %s on %s denied (%s); the repository "
+				  "does not exist or needs credentials: add them for %s to "
+				  "$SBX_REGISTRY_AUTH_FILE or ~/.docker/config.json",
+				  what, c->repo, c->host, why, c->host);
 	else if (x->status == 429)
 		r = sbx_error_set(err, -EAGAIN, "%s: %s is rate limiting (%s)", what, c->host, why);
 	else
