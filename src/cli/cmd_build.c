@@ -125,17 +125,11 @@ static int parse(struct bflags *f, int argc, char **argv)
 	f->o.context_dir = argv[optind];
 	f->o.build_args = (const char *const *)f->args;
 	if (!f->o.slug) {
-		char *copy = xstrdup(f->o.context_dir);
-		size_t n = strlen(copy);
-		while (n > 1 && copy[n - 1] == '/')
-			copy[--n] = '\0';
-		char *base = strrchr(copy, '/');
-		f->slug = xstrdup(base ? base + 1 : copy);
-		free(copy);
-		if (!*f->slug || !strcmp(f->slug, ".") || !strcmp(f->slug, "..")) {
-			free(f->slug);
-			f->slug = NULL;
-		}
+		char *real = realpath(f->o.context_dir, NULL);
+		const char *base = real ? strrchr(real, '/') : NULL;
+		if (base && base[1])
+			f->slug = xstrdup(base + 1);
+		free(real);
 		f->o.slug = f->slug;
 	}
 	return 0;
