@@ -33,6 +33,7 @@ static const struct command commands[] = {
 	{ "smoke", cmd_smoke, "run one golden episode, stage by stage" },
 	{ "golden", cmd_golden, "replay every task's solution and grade it" },
 	{ "bake", cmd_bake, "build (or find) the images of Harbor tasks" },
+	{ "serve", cmd_serve, "serve the E2B API on local sandboxes (see docs/server.md)" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The E2B control plane for sandboxes: create (v1 and v2), list (v1 and v2
+ * with metadata/state filters and X-Next-Token pagination), detail, kill,
+ * timeout, refreshes, connect (v1 and v2), pause and resume. Bodies are
+ * validated before anything changes; errors are {"code":<status>,...}.
+ */
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../util/alloc.h"
+#include "../util/cleanup.h"
+#include "../util/fs.h"
+#include "../util/str.h"
+#include "server_int.h"
+
+#define TTL_BACKSTOP_S 60
+
+char *srv_rfc3339(double t)
+{
+	time_t sec = (time_t)t;
+	struct tm tm;
+	gmtime_r(&sec, &tm);
+	char buf[40];
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+	return xasprintf("%s.%03dZ", buf, (int)((t - (double)sec) * 1000));
+}
+
+/* The body as a JSON object ({} when empty); NULL after replying 400. */
+static json_t *json_body(struct srv_req *r)
+{
+	if (r->body.len == 0)
+		return json_object();
+	json_error_t je;
+	json_t *j = json_loadb(r->body.data, r->body.len, 0, &je);
+	if (!j || !json_is_object(j)) {
+		srv_reply_error(r, 400, "request body is not a JSON object: %s", j ? "wrong type" : je.text);
+		json_decref(j);
+		return NULL;
+	}
+	return j;
+}
+
+static int string_map(json_t *v)
+{
+	const char *k;
+	json_t *x;
+	if (!v)
+		return 1;
+	if (!json_is_object(v))
+		return 0;
+	json_object_foreach(v, k, x)
+		if (!json_is_string(x))
+			return 0;
+	return 1;
+}
+
+/* Optional non-negative integer field: 1 set, 0 absent, -1 invalid. */
+static int int_field(json_t *o, const char *k, long long *out)
+{
+	json_t *v = json_object_get(o, k);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return -1;
+	*out = json_integer_value(v);
+	return 1;
+}
+
+static void sync_ttl(struct srv_sandbox *s)
+{
+	double left = s->end_at - sbx__now_real();
+	unsigned ttl = s->paused ? 0 : (unsigned)(left > 0 ? left : 0) + TTL_BACKSTOP_S;
+	sbx_sandbox_set_timeout(s->sb, ttl, NULL);
+}
+
+static json_t *sandbox_json(struct server *srv, struct srv_sandbox *s, int detail)
+{
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "templateID", s->template_id, "sandboxID", s->id, "clientID",
+			      SRV_CLIENT_ID, "envdVersion", SRV_ENVD_VERSION);
+	if (s->alias)
+		json_object_set_new(o, "alias", json_string(s->alias));
+	if (detail < 0) { /* create / connect */
+		json_object_set_new(o, "envdAccessToken", json_string(s->token));
+		json_object_set_new(o, "domain", json_null());
+		json_object_set_new(o, "trafficAccessToken", json_null());
+		return o;
+	}
+	char *st = srv_rfc3339(s->started_at), *en = srv_rfc3339(s->end_at);
+	long cpus = srv->cfg.cpus > 0 ? (long)(srv->cfg.cpus + 0.999) : sysconf(_SC_NPROCESSORS_ONLN);
+	json_object_set_new(o, "startedAt", json_string(st));
+	json_object_set_new(o, "endAt", json_string(en));
+	json_object_set_new(o, "cpuCount", json_integer(cpus));
+	json_object_set_new(o, "memoryMB", json_integer(srv->cfg.memory_mb ? srv->cfg.memory_mb : 512));
+	json_object_set_new(o, "diskSizeMB", json_integer(srv->cfg.storage_mb ? srv->cfg.storage_mb : 10240));
+	json_object_set_new(o, "state", json_string(s->paused ? "paused" : "running"));
+	json_object_set(o, "metadata", s->metadata);
+	free(st);
+	free(en);
+	if (detail > 0) {
+		json_object_set_new(o, "envdAccessToken", json_string(s->token));
+		json_object_set_new(o, "domain", json_null());
+		json_object_set_new(o, "allowInternetAccess", json_boolean(s->allow_internet));
+		json_object_set_new(o, "lifecycle", json_pack("{s:s,s:b}", "onTimeout", "kill", "autoResume", 0));
+	}
+	return o;
+}
+
+static void create(struct srv_req *r, int v2)
+{
+	struct server *srv = r->srv;
+	json_t *b = json_body(r);
+	if (!b)
+		return;
+	long long timeout = v2 ? 300 : 15;
+	json_t *tid = json_object_get(b, "templateID");
+	json_t *meta = json_object_get(b, "metadata"), *envs = json_object_get(b, "envVars");
+	json_t *inet = json_object_get(b, "allow_internet_access");
+	if ((tid && !json_is_string(tid)) || int_field(b, "timeout", &timeout) < 0 || !string_map(meta) ||
+	    !string_map(envs) || (inet && !json_is_boolean(inet) && !json_is_null(inet))) {
+		srv_reply_error(r, 400, "invalid sandbox spec: templateID must be a string, timeout a non-negative "
+					"integer, metadata and envVars maps of strings");
+		json_decref(b);
+		return;
+	}
+	if (srv->cfg.max_timeout_s && timeout > srv->cfg.max_timeout_s)
+		timeout = srv->cfg.max_timeout_s;
+	const char *template_id = tid ? json_string_value(tid) : "base";
+	pthread_mutex_lock(&srv->lock);
+	int full = srv->cfg.max_sandboxes && srv->n + srv->creating >= srv->cfg.max_sandboxes;
+	if (!full)
+		srv->creating++;
+	pthread_mutex_unlock(&srv->lock);
+	if (full) {
+		srv_reply_error(r, 429, "sandbox limit reached (%u live)", srv->cfg.max_sandboxes);
+		json_decref(b);
+		return;
+	}
+	double t0 = sbx__now_mono();
+	sbx_error *e = NULL;
+	_cleanup_free_ char *image = NULL;
+	char **labels = NULL, **env = NULL;
+	sbx_image *img = NULL;
+	struct srv_sandbox *s = NULL;
+	int rc = srv_template_resolve(srv, template_id, &image, &e);
+	if (rc == 0)
+		rc = sbx_image_get(&img, srv->rt, image, &e);
+	if (rc < 0) {
+		srv_reply_sbx_error(r, 0, "template", rc, e);
+		goto out;
+	}
+	char *l = xasprintf("sbx.server=%s", srv->server_id);
+	sbx__strv_push(&labels, l);
+	free(l);
+	l = xasprintf("e2b.template=%s", template_id);
+	sbx__strv_push(&labels, l);
+	free(l);
+	const char *k;
+	json_t *x;
+	json_object_foreach(meta, k, x) {
+		l = xasprintf("e2b.meta.%s=%s", k, json_string_value(x));
+		sbx__strv_push(&labels, l);
+		free(l);
+	}
+	json_object_foreach(envs, k, x) {
+		l = xasprintf("%s=%s", k, json_string_value(x));
+		sbx__strv_push(&env, l);
+		free(l);
+	}
+	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
+	o.provider = "local";
+	o.image = image;
+	o.cpus = srv->cfg.cpus;
+	o.memory_mb = srv->cfg.memory_mb;
+	o.storage_mb = srv->cfg.storage_mb;
+	int allow = inet ? json_is_true(inet) : 1;
+	o.network = allow && srv->cfg.allow_internet ? SBX_NETWORK_HOST : SBX_NETWORK_NONE;
+	o.env = (const char *const *)env;
+	o.labels = (const char *const *)labels;
+	o.ttl_s = (unsigned)timeout + TTL_BACKSTOP_S;
+	o.detach = 1;
+	s = srv_sandbox_new("");
+	rc = sbx_sandbox_create(&s->sb, srv->rt, &o, &e);
+	if (rc < 0) {
+		srv_metrics_create(srv, sbx__now_mono() - t0, 0);
+		srv_reply_sbx_error(r, 0, "create sandbox", rc, e);
+		goto out;
+	}
+	snprintf(s->id, sizeof(s->id), "%s", sbx_sandbox_id(s->sb));
+	s->template_id = xstrdup(template_id);
+	s->alias = xstrdup(image);
+	srv_auth_new_token(s->token);
+	s->metadata = meta ? json_copy(meta) : json_object();
+	s->env_vars = envs ? json_copy(envs) : json_object();
+	s->started_at = sbx__now_real();
+	s->end_at = s->started_at + (double)timeout;
+	s->allow_internet = allow;
+	s->user = img->config.user && *img->config.user ? xstrdup(img->config.user) : NULL;
+	s->workdir = img->config.workdir && *img->config.workdir ? xstrdup(img->config.workdir) : NULL;
+	srv_state_save(srv, s);
+	s->refs++;
+	srv_sandbox_insert(srv, s);
+	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", s->id);
+	srv_metrics_create(srv, sbx__now_mono() - t0, 1);
+	srv_reply_json(r, 201, sandbox_json(srv, s, -1));
+out:
+	pthread_mutex_lock(&srv->lock);
+	srv->creating--;
+	pthread_mutex_unlock(&srv->lock);
+	srv_sandbox_put(srv, s);
+	sbx_image_free(img);
+	sbx__strv_free(labels);
+	sbx__strv_free(env);
+	json_decref(b);
+}
+
+/* metadata filter "k=v&k2=v2" (each part still URL-encoded). */
+static int metadata_match(struct srv_sandbox *s, const char *filter)
+{
+	if (!filter || !*filter)
+		return 1;
+	_cleanup_free_ char *f = xstrdup(filter);
+	char *save = NULL;
+	for (char *p = strtok_r(f, "&", &save); p; p = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(p, '=');
+		if (eq)
+			*eq++ = '\0';
+		for (char *c = p; *c; c++)
+			if (*c == '+')
+				*c = ' ';
+		for (char *c = eq; c && *c; c++)
+			if (*c == '+')
+				*c = ' ';
+		MHD_http_unescape(p);
+		if (eq)
+			MHD_http_unescape(eq);
+		const char *v = json_string_value(json_object_get(s->metadata, p));
+		if (!v || strcmp(v, eq ? eq : "") != 0)
+			return 0;
+	}
+	return 1;
+}
+
+static int state_match(struct srv_sandbox *s, const char *states)
+{
+	if (!states || !*states)
+		return 1;
+	const char *mine = s->paused ? "paused" : "running";
+	_cleanup_free_ char *f = xstrdup(states);
+	char *save = NULL;
+	for (char *p = strtok_r(f, ",", &save); p; p = strtok_r(NULL, ",", &save))
+		if (strcmp(p, mine) == 0)
+			return 1;
+	return 0;
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct srv_sandbox *x = *(struct srv_sandbox *const *)a, *y = *(struct srv_sandbox *const *)b;
+	if (x->started_at != y->started_at)
+		return x->started_at < y->started_at ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+static void list(struct srv_req *r, int v2)
+{
+	struct server *srv = r->srv;
+	const char *meta = srv_query(r, "metadata"), *states = srv_query(r, "state");
+	const char *limit_s = srv_query(r, "limit"), *next = srv_query(r, "nextToken");
+	const char *order = srv_query(r, "order"), *tmpl = srv_query(r, "template");
+	uint64_t limit = 100;
+	if (limit_s && (sbx__parse_u64(&limit, limit_s) < 0 || limit == 0 || limit > 100)) {
+		srv_reply_error(r, 400, "limit must be 1..100");
+		return;
+	}
+	if (!v2)
+		limit = (uint64_t)-1;
+	double after_t = -1;
+	char after_id[32] = "";
+	if (next && *next && sscanf(next, "%lf_%31[0-9a-f]", &after_t, after_id) != 2) {
+		srv_reply_error(r, 400, "invalid nextToken");
+		return;
+	}
+	int desc = order && strcmp(order, "desc") == 0;
+	size_t n;
+	struct srv_sandbox **v = srv_sandbox_all(srv, &n);
+	qsort(v, n, sizeof(*v), by_start);
+	json_t *arr = json_array();
+	_cleanup_free_ char *token = NULL;
+	uint64_t count = 0;
+	struct srv_sandbox *last = NULL;
+	for (size_t k = 0; k < n; k++) {
+		struct srv_sandbox *s = v[desc ? n - 1 - k : k];
+		if (!metadata_match(s, meta) || !state_match(s, states) || (tmpl && strcmp(tmpl, s->template_id) != 0))
+			continue;
+		if (after_t >= 0) {
+			int c = s->started_at != after_t ? (s->started_at < after_t ? -1 : 1) : strcmp(s->id, after_id);
+			if (desc ? c >= 0 : c <= 0)
+				continue;
+		}
+		if (count == limit) {
+			token = xasprintf("%.17g_%s", last->started_at, last->id);
+			break;
+		}
+		json_array_append_new(arr, sandbox_json(srv, s, 0));
+		last = s;
+		count++;
+	}
+	for (size_t k = 0; k < n; k++)
+		srv_sandbox_put(srv, v[k]);
+	free(v);
+	if (token) {
+		char *body = json_dumps(arr, JSON_COMPACT);
+		json_decref(arr);
+		struct MHD_Response *resp =
+			MHD_create_response_from_buffer_with_free_callback(strlen(body), body, free);
+		MHD_add_response_header(resp, "X-Next-Token", token);
+		MHD_add_response_header(resp, "Content-Type", "application/json");
+		MHD_queue_response(r->c, 200, resp);
+		MHD_destroy_response(resp);
+		r->status = 200;
+		r->queued = 1;
+		return;
+	}
+	srv_reply_json(r, 200, arr);
+}
+
+static int pause_locked(struct srv_sandbox *s, int pause, sbx_error **e)
+{
+	if (pause) {
+		s->paused = 1;
+		sync_ttl(s);
+		int rc = sbx_sandbox_pause(s->sb, e);
+		if (rc < 0) {
+			s->paused = 0;
+			sync_ttl(s);
+		}
+		return rc;
+	}
+	int rc = sbx_sandbox_resume(s->sb, e);
+	if (rc == 0 || rc == -EALREADY) {
+		s->paused = 0;
+		sync_ttl(s);
+	}
+	return rc;
+}
+
+/* POST /sandboxes/{id}/{op}. */
+static void sandbox_op(struct srv_req *r, struct srv_sandbox *s, const char *op)
+{
+	struct server *srv = r->srv;
+	json_t *b = json_body(r);
+	if (!b)
+		return;
+	long long secs = 0;
+	int has;
+	double now = sbx__now_real();
+	sbx_error *e = NULL;
+	pthread_rwlock_wrlock(&s->rw);
+	if (s->dead) {
+		srv_reply_error(r, 404, "sandbox %s not found", s->id);
+	} else if (strcmp(op, "timeout") == 0) {
+		if ((has = int_field(b, "timeout", &secs)) <= 0) {
+			srv_reply_error(r, 400, "timeout (seconds, non-negative integer) is required");
+		} else {
+			if (srv->cfg.max_timeout_s && secs > srv->cfg.max_timeout_s)
+				secs = srv->cfg.max_timeout_s;
+			s->end_at = now + (double)secs;
+			sync_ttl(s);
+			srv_state_save(srv, s);
+			srv_reply_empty(r, 204);
+		}
+	} else if (strcmp(op, "refreshes") == 0) {
+		secs = 0;
+		if ((has = int_field(b, "duration", &secs)) < 0 || secs > 3600) {
+			srv_reply_error(r, 400, "duration must be an integer 0..3600");
+		} else {
+			if (!has)
+				secs = 15;
+			if (now + (double)secs > s->end_at) {
+				s->end_at = now + (double)secs;
+				sync_ttl(s);
+				srv_state_save(srv, s);
+			}
+			srv_reply_empty(r, 204);
+		}
+	} else if (strcmp(op, "pause") == 0) {
+		int rc = s->paused ? -EALREADY : pause_locked(s, 1, &e);
+		if (rc == -EALREADY) {
+			srv_reply_error(r, 409, "sandbox %s is already paused", s->id);
+		} else if (rc < 0) {
+			srv_reply_sbx_error(r, 0, "pause", rc, e);
+			e = NULL;
+		} else {
+			srv_state_save(srv, s);
+			srv_reply_empty(r, 204);
+		}
+	} else { /* connect, resume */
+		int resume_only = strcmp(op, "resume") == 0;
+		secs = resume_only ? 15 : 300;
+		if (int_field(b, "timeout", &secs) < 0) {
+			srv_reply_error(r, 400, "timeout must be a non-negative integer");
+		} else if (resume_only && !s->paused) {
+			srv_reply_error(r, 409, "sandbox %s is already running", s->id);
+		} else {
+			if (srv->cfg.max_timeout_s && secs > srv->cfg.max_timeout_s)
+				secs = srv->cfg.max_timeout_s;
+			int was_paused = s->paused;
+			if (now + (double)secs > s->end_at || resume_only)
+				s->end_at = now + (double)secs;
+			int rc = was_paused ? pause_locked(s, 0, &e) : 0;
+			if (rc < 0 && rc != -EALREADY) {
+				srv_reply_sbx_error(r, 0, "resume", rc, e);
+				e = NULL;
+			} else {
+				if (!was_paused)
+					sync_ttl(s);
+				srv_state_save(srv, s);
+				srv_reply_json(r, was_paused ? 201 : 200, sandbox_json(srv, s, -1));
+			}
+		}
+	}
+	pthread_rwlock_unlock(&s->rw);
+	sbx_error_free(e);
+	json_decref(b);
+}
+
+void srv_control(struct srv_req *r, char **seg, size_t nseg)
+{
+	int v2 = strcmp(seg[0], "v2") == 0;
+	char **s = v2 ? seg + 1 : seg;
+	size_t n = v2 ? nseg - 1 : nseg;
+	const char *m = r->method;
+	if (n == 1) {
+		if (strcmp(m, "POST") == 0)
+			create(r, v2);
+		else if (strcmp(m, "GET") == 0)
+			list(r, v2);
+		else
+			srv_reply_error(r, 405, "method %s not allowed on %s", m, r->url);
+		return;
+	}
+	struct srv_sandbox *sb = srv_sandbox_get(r->srv, s[1]);
+	if (!sb) {
+		srv_reply_error(r, 404, "sandbox %s not found", s[1]);
+		return;
+	}
+	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", sb->id);
+	if (n == 2 && strcmp(m, "GET") == 0) {
+		srv_reply_json(r, 200, sandbox_json(r->srv, sb, 1));
+	} else if (n == 2 && strcmp(m, "DELETE") == 0) {
+		if (srv_sandbox_kill(r->srv, sb, "killed") == 0)
+			srv_reply_empty(r, 204);
+		else
+			srv_reply_error(r, 404, "sandbox %s not found", sb->id);
+	} else if (n == 3 && strcmp(m, "GET") == 0 && strcmp(s[2], "metrics") == 0) {
+		srv_reply_json(r, 200, json_array());
+	} else if (n == 3 && strcmp(m, "GET") == 0 && strcmp(s[2], "logs") == 0) {
+		srv_reply_json(r, 200, json_pack("{s:[],s:[]}", "logs", "logEntries"));
+	} else if (n == 3 && strcmp(m, "POST") == 0 &&
+		   (strcmp(s[2], "timeout") == 0 || strcmp(s[2], "refreshes") == 0 || strcmp(s[2], "pause") == 0 ||
+		    strcmp(s[2], "resume") == 0 || strcmp(s[2], "connect") == 0)) {
+		sandbox_op(r, sb, s[2]);
+	} else {
+		srv_reply_error(r, 404, "no endpoint %s %s", m, r->url);
+	}
+	srv_sandbox_put(r->srv, sb);
+}

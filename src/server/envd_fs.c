@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * envd's filesystem.Filesystem service: Stat, ListDir, MakeDir, Move,
+ * Remove (unary) and WatchDir (server stream from inotify on O_PATH fds of
+ * the sandbox's directories, through /proc/self/fd/N), plus the user
+ * helpers shared with processes and /files: a user's home from the
+ * sandbox's /etc/passwd and relative-path resolution.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../util/alloc.h"
+#include "../util/cleanup.h"
+#include "../util/fs.h"
+#include "../util/str.h"
+#include "server_int.h"
+
+/* Read-locks the sandbox for one operation; -ESRCH (unlocked) when destroyed. */
+static int sb_lock(struct srv_sandbox *s, sbx_error **err)
+{
+	pthread_rwlock_rdlock(&s->rw);
+	if (!s->dead)
+		return 0;
+	pthread_rwlock_unlock(&s->rw);
+	return sbx_error_set(err, -ESRCH, "sandbox %s is gone", s->id);
+}
+
+char *srv_user_home(struct srv_sandbox *s, const char *user)
+{
+	if (!user || strcmp(user, "root") == 0 || strcmp(user, "0") == 0)
+		return xstrdup("/root");
+	_cleanup_free_ char *name = xstrndup(user, strcspn(user, ":"));
+	void *data = NULL;
+	size_t len = 0;
+	if (sb_lock(s, NULL) < 0)
+		return xstrdup("/");
+	int r = sbx_sandbox_read_file(&data, &len, s->sb, "/etc/passwd", 1 << 20, NULL);
+	pthread_rwlock_unlock(&s->rw);
+	char *home = NULL;
+	if (r == 0) {
+		char *save = NULL;
+		for (char *line = strtok_r(data, "\n", &save); line && !home; line = strtok_r(NULL, "\n", &save)) {
+			char *f[7] = { 0 };
+			char *p = line;
+			for (int i = 0; i < 7 && p; i++) {
+				f[i] = p;
+				p = strchr(p, ':');
+				if (p)
+					*p++ = '\0';
+			}
+			if (f[5] && (strcmp(f[0], name) == 0 || (f[2] && strcmp(f[2], name) == 0)))
+				home = xstrdup(f[5]);
+		}
+	}
+	free(data);
+	return home ? home : xasprintf("/home/%s", name);
+}
+
+char *srv_resolve_path(struct srv_sandbox *s, const char *user, const char *path)
+{
+	if (path[0] == '/')
+		return xstrdup(path);
+	_cleanup_free_ char *home = srv_user_home(s, user);
+	if (strcmp(path, "~") == 0)
+		return xstrdup(home);
+	if (strncmp(path, "~/", 2) == 0)
+		path += 2;
+	return xasprintf("%s/%s", strcmp(home, "/") == 0 ? "" : home, path);
+}
+
+static const char *type_name(sbx_file_type t)
+{
+	switch (t) {
+	case SBX_FILE_REGULAR: return "FILE_TYPE_FILE";
+	case SBX_FILE_DIR: return "FILE_TYPE_DIRECTORY";
+	case SBX_FILE_SYMLINK: return "FILE_TYPE_SYMLINK";
+	case SBX_FILE_OTHER: return "FILE_TYPE_UNSPECIFIED";
+	default: return "FILE_TYPE_UNSPECIFIED";
+	}
+}
+
+json_t *srv_entry_info(const sbx_file_info *f)
+{
+	char perms[11];
+	perms[0] = f->type == SBX_FILE_DIR ? 'd' : f->type == SBX_FILE_SYMLINK ? 'l' : '-';
+	const char *rwx = "rwxrwxrwx";
+	for (int i = 0; i < 9; i++)
+		perms[i + 1] = (f->mode & (1u << (8 - i))) ? rwx[i] : '-';
+	perms[10] = '\0';
+	char size[32];
+	snprintf(size, sizeof(size), "%lld", f->size);
+	char *mt = srv_rfc3339(f->mtime);
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:s}", "name", f->name ? f->name : "", "type",
+			      type_name(f->type), "path", f->path ? f->path : "", "size", size, "mode", (int)f->mode,
+			      "permissions", perms, "owner", f->owner ? f->owner : "", "group", f->group ? f->group : "",
+			      "modifiedTime", mt);
+	if (f->symlink_target)
+		json_object_set_new(o, "symlinkTarget", json_string(f->symlink_target));
+	free(mt);
+	return o;
+}
+
+/* Stats path under the read lock and replies {"entry":...}. */
+static void reply_entry(struct srv_req *r, struct srv_sandbox *s, const char *path, const char *what)
+{
+	sbx_file_info fi = { 0 };
+	sbx_error *e = NULL;
+	int rc = sb_lock(s, &e);
+	if (rc == 0) {
+		rc = sbx_sandbox_stat(&fi, s->sb, path, &e);
+		pthread_rwlock_unlock(&s->rw);
+	}
+	if (rc < 0) {
+		srv_reply_sbx_error(r, 1, what, rc, e);
+		return;
+	}
+	srv_reply_json(r, 200, json_pack("{s:o}", "entry", srv_entry_info(&fi)));
+	sbx_file_info_clear(&fi);
+}
+
+static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method, json_t *req, const char *user)
+{
+	const char *p = json_string_value(json_object_get(req, strcmp(method, "Move") == 0 ? "source" : "path"));
+	if (!p || !*p) {
+		srv_reply_connect_error(r, "invalid_argument", "path is required");
+		return;
+	}
+	_cleanup_free_ char *path = srv_resolve_path(s, user, p);
+	sbx_error *e = NULL;
+	int rc;
+	if (strcmp(method, "Stat") == 0) {
+		reply_entry(r, s, path, "stat");
+	} else if (strcmp(method, "ListDir") == 0) {
+		json_t *d = json_object_get(req, "depth");
+		unsigned depth = json_is_integer(d) && json_integer_value(d) > 0 ? (unsigned)json_integer_value(d) : 1;
+		sbx_file_info *v = NULL;
+		size_t n = 0;
+		if ((rc = sb_lock(s, &e)) == 0) {
+			rc = sbx_sandbox_list_dir(&v, &n, s->sb, path, depth, &e);
+			pthread_rwlock_unlock(&s->rw);
+		}
+		if (rc < 0) {
+			srv_reply_sbx_error(r, 1, "list", rc, e);
+			return;
+		}
+		json_t *arr = json_array();
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(arr, srv_entry_info(&v[i]));
+		sbx_file_info_free(v, n);
+		srv_reply_json(r, 200, json_pack("{s:o}", "entries", arr));
+	} else if (strcmp(method, "MakeDir") == 0) {
+		if ((rc = sb_lock(s, &e)) == 0) {
+			rc = sbx_sandbox_mkdir(s->sb, path, 0755, &e);
+			if (rc == 0 && user)
+				sbx_sandbox_chown(s->sb, path, user, NULL);
+			pthread_rwlock_unlock(&s->rw);
+		}
+		if (rc < 0)
+			srv_reply_sbx_error(r, 1, "make dir", rc, e);
+		else
+			reply_entry(r, s, path, "make dir");
+	} else if (strcmp(method, "Move") == 0) {
+		const char *d = json_string_value(json_object_get(req, "destination"));
+		if (!d || !*d) {
+			srv_reply_connect_error(r, "invalid_argument", "destination is required");
+			return;
+		}
+		_cleanup_free_ char *dst = srv_resolve_path(s, user, d);
+		if ((rc = sb_lock(s, &e)) == 0) {
+			rc = sbx_sandbox_rename(s->sb, path, dst, &e);
+			pthread_rwlock_unlock(&s->rw);
+		}
+		if (rc < 0)
+			srv_reply_sbx_error(r, 1, "move", rc, e);
+		else
+			reply_entry(r, s, dst, "move");
+	} else {
+		if ((rc = sb_lock(s, &e)) == 0) {
+			rc = sbx_sandbox_remove(s->sb, path, 0, &e);
+			pthread_rwlock_unlock(&s->rw);
+		}
+		if (rc < 0)
+			srv_reply_sbx_error(r, 1, "remove", rc, e);
+		else
+			srv_reply_json(r, 200, json_object());
+	}
+}
+
+/* ---- WatchDir ------------------------------------------------------------- */
+
+#define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
+
+struct watch {
+	struct srv_sandbox *s;
+	int ifd;
+	int root_wd;
+	int recursive;
+	char *root;
+	char **rel;        /* by wd: path relative to root ("" for root) */
+	size_t nrel;
+	int sent_start;
+	double next_ka;
+};
+
+static int add_watch(struct watch *w, const char *rel, sbx_error **err)
+{
+	_cleanup_free_ char *abs = *rel ? xasprintf("%s/%s", w->root, rel) : xstrdup(w->root);
+	int pfd = -1;
+	int rc = sb_lock(w->s, err);
+	if (rc < 0)
+		return rc;
+	rc = sbx_sandbox_path_fd(&pfd, w->s->sb, abs, err);
+	pthread_rwlock_unlock(&w->s->rw);
+	if (rc < 0)
+		return rc;
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	int wd = inotify_add_watch(w->ifd, proc, WATCH_MASK);
+	close(pfd);
+	if (wd < 0)
+		return sbx_error_setsys(err, -errno, errno, "watch %s", abs);
+	if ((size_t)wd >= w->nrel) {
+		size_t n = (size_t)wd + 16;
+		w->rel = xrealloc(w->rel, n * sizeof(*w->rel));
+		memset(w->rel + w->nrel, 0, (n - w->nrel) * sizeof(*w->rel));
+		w->nrel = n;
+	}
+	free(w->rel[wd]);
+	w->rel[wd] = xstrdup(rel);
+	return wd;
+}
+
+static const char *event_type(uint32_t m)
+{
+	if (m & IN_CREATE || m & IN_MOVED_TO)
+		return "EVENT_TYPE_CREATE";
+	if (m & IN_MODIFY)
+		return "EVENT_TYPE_WRITE";
+	if (m & IN_DELETE)
+		return "EVENT_TYPE_REMOVE";
+	if (m & IN_MOVED_FROM)
+		return "EVENT_TYPE_RENAME";
+	if (m & IN_ATTRIB)
+		return "EVENT_TYPE_CHMOD";
+	return NULL;
+}
+
+static int watch_fill(struct srv_stream *st)
+{
+	struct watch *w = st->ctx;
+	if (!w->sent_start) {
+		w->sent_start = 1;
+		srv_envelope(&st->out, 0, json_pack("{s:{}}", "start"));
+		return 0;
+	}
+	for (;;) {
+		double now = sbx__now_mono();
+		if (atomic_load(&st->srv->stopping) || w->s->dead) {
+			srv_end_stream(&st->out, "unavailable", w->s->dead ? "sandbox is gone" : "server shutting down");
+			return 1;
+		}
+		if (st->deadline && now >= st->deadline) {
+			srv_end_stream(&st->out, "deadline_exceeded", "watch deadline exceeded");
+			return 1;
+		}
+		if (now >= w->next_ka) {
+			w->next_ka = now + st->keepalive_s;
+			srv_envelope(&st->out, 0, json_pack("{s:{}}", "keepalive"));
+			return 0;
+		}
+		struct pollfd p = { .fd = w->ifd, .events = POLLIN };
+		if (poll(&p, 1, 500) <= 0)
+			continue;
+		char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+		ssize_t n = read(w->ifd, buf, sizeof(buf));
+		if (n <= 0)
+			continue;
+		int ended = 0;
+		for (char *q = buf; q < buf + n;) {
+			struct inotify_event *ev = (struct inotify_event *)q;
+			q += sizeof(*ev) + ev->len;
+			if (ev->wd == w->root_wd && (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)))
+				ended = 1;
+			const char *type = event_type(ev->mask);
+			if (!type || !ev->len || ev->wd < 0 || (size_t)ev->wd >= w->nrel || !w->rel[ev->wd])
+				continue;
+			const char *base = w->rel[ev->wd];
+			_cleanup_free_ char *name = *base ? xasprintf("%s/%s", base, ev->name) : xstrdup(ev->name);
+			if (w->recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+				add_watch(w, name, NULL);
+			srv_envelope(&st->out, 0, json_pack("{s:{s:s,s:s}}", "filesystem", "name", name, "type", type));
+		}
+		if (ended) {
+			srv_end_stream(&st->out, "not_found", "watched directory was removed");
+			return 1;
+		}
+		if (st->out.len) {
+			w->next_ka = now + st->keepalive_s;
+			return 0;
+		}
+	}
+}
+
+static void watch_fini(struct srv_stream *st)
+{
+	struct watch *w = st->ctx;
+	close(w->ifd);
+	for (size_t i = 0; i < w->nrel; i++)
+		free(w->rel[i]);
+	free(w->rel);
+	free(w->root);
+	srv_sandbox_put(st->srv, w->s);
+	free(w);
+}
+
+static void watch_dir(struct srv_req *r, struct srv_sandbox *s, const char *user)
+{
+	json_t *req = srv_connect_body(r, 1);
+	if (!req)
+		return;
+	const char *p = json_string_value(json_object_get(req, "path"));
+	int recursive = json_is_true(json_object_get(req, "recursive"));
+	_cleanup_free_ char *path = p && *p ? srv_resolve_path(s, user, p) : NULL;
+	json_decref(req);
+	if (!path) {
+		srv_reply_stream_error(r, "invalid_argument", "path is required");
+		return;
+	}
+	sbx_file_info fi = { 0 };
+	sbx_error *e = NULL;
+	int rc = sb_lock(s, &e);
+	if (rc == 0) {
+		rc = sbx_sandbox_stat(&fi, s->sb, path, &e);
+		pthread_rwlock_unlock(&s->rw);
+	}
+	if (rc < 0 || fi.type != SBX_FILE_DIR) {
+		srv_reply_stream_error(r, rc < 0 ? srv_connect_code(rc) : "invalid_argument", "watch %s: %s", path,
+				       rc < 0 && e ? e->msg : "not a directory");
+		sbx_error_free(e);
+		sbx_file_info_clear(&fi);
+		return;
+	}
+	sbx_file_info_clear(&fi);
+	struct watch *w = xcalloc(1, sizeof(*w));
+	w->s = s;
+	w->root = xstrdup(path);
+	w->recursive = recursive;
+	w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	pthread_mutex_lock(&r->srv->lock);
+	s->refs++;
+	pthread_mutex_unlock(&r->srv->lock);
+	struct srv_stream *st = xcalloc(1, sizeof(*st));
+	sbx__buf_init(&st->out, 16 << 20);
+	st->srv = r->srv;
+	st->ctx = w;
+	st->fill = watch_fill;
+	st->fini = watch_fini;
+	st->keepalive_s = srv_keepalive_s(r);
+	double tmo = srv_connect_timeout_s(r);
+	st->deadline = tmo > 0 ? sbx__now_mono() + tmo : 0;
+	w->next_ka = sbx__now_mono() + st->keepalive_s;
+	w->root_wd = w->ifd < 0 ? -1 : add_watch(w, "", &e);
+	if (w->root_wd < 0) {
+		srv_reply_stream_error(r, "internal", "watch %s: %s", path, e ? e->msg : "inotify");
+		sbx_error_free(e);
+		watch_fini(st);
+		sbx__buf_free(&st->out);
+		free(st);
+		return;
+	}
+	if (recursive) {
+		sbx_file_info *v = NULL;
+		size_t n = 0;
+		if (sb_lock(s, NULL) == 0) {
+			if (sbx_sandbox_list_dir(&v, &n, s->sb, path, 64, NULL) < 0)
+				n = 0;
+			pthread_rwlock_unlock(&s->rw);
+		}
+		size_t plen = strcmp(path, "/") == 0 ? 0 : strlen(path);
+		for (size_t i = 0; i < n; i++)
+			if (v[i].type == SBX_FILE_DIR && v[i].path && strlen(v[i].path) > plen + 1)
+				add_watch(w, v[i].path + plen + 1, NULL);
+		sbx_file_info_free(v, n);
+	}
+	srv_reply_stream(r, st);
+}
+
+void srv_envd_fs(struct srv_req *r, struct srv_sandbox *s, const char *method)
+{
+	_cleanup_free_ char *user = srv_auth_basic_user(srv_header(r, "Authorization"));
+	const char *eff = user ? user : s->user;
+	if (strcmp(method, "WatchDir") == 0) {
+		watch_dir(r, s, eff);
+		return;
+	}
+	if (strcmp(method, "Stat") != 0 && strcmp(method, "ListDir") != 0 && strcmp(method, "MakeDir") != 0 &&
+	    strcmp(method, "Move") != 0 && strcmp(method, "Remove") != 0) {
+		srv_reply_connect_error(r, "unimplemented", "filesystem.Filesystem/%s is not supported", method);
+		return;
+	}
+	json_t *req = srv_connect_body(r, 0);
+	if (!req)
+		return;
+	unary(r, s, method, req, eff);
+	json_decref(req);
+}

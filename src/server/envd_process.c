@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * envd's process.Process service: Start (server stream: start{pid}, data,
+ * keepalives, end, end-stream), Connect (re-attach by pid or tag), List,
+ * SendInput, SendSignal, CloseStdin, Update. Every started process gets a
+ * pump thread that reads its stdout/stderr and fans the encoded events out
+ * to the streams attached at that moment, so a process outlives a dropped
+ * stream (background commands) and its pipes never fill up.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../util/alloc.h"
+#include "../util/cleanup.h"
+#include "../util/fs.h"
+#include "../util/log.h"
+#include "../util/str.h"
+#include "server_int.h"
+
+#define SUB_MAX (16u << 20)
+
+static void proc_put(struct srv_proc *pr)
+{
+	pthread_mutex_lock(&pr->lk);
+	int last = --pr->refs == 0;
+	pthread_mutex_unlock(&pr->lk);
+	if (!last)
+		return;
+	if (!pr->exited)
+		sbx_process_detach(pr->p);
+	sbx_process_free(pr->p);
+	json_decref(pr->config);
+	free(pr->tag);
+	pthread_mutex_destroy(&pr->lk);
+	pthread_cond_destroy(&pr->cv);
+	free(pr);
+}
+
+static void fan_out(struct srv_proc *pr, json_t *event)
+{
+	sbx_buf frame;
+	sbx__buf_init(&frame, SUB_MAX);
+	srv_envelope(&frame, 0, json_pack("{s:o}", "event", event));
+	pthread_mutex_lock(&pr->lk);
+	for (struct srv_sub *s = pr->subs; s; s = s->next)
+		if (!s->overflow && sbx__buf_append(&s->q, frame.data, frame.len) < 0)
+			s->overflow = 1;
+	pthread_cond_broadcast(&pr->cv);
+	pthread_mutex_unlock(&pr->lk);
+	sbx__buf_free(&frame);
+}
+
+static void emit_data(struct srv_proc *pr, int fd, const char *data, size_t len)
+{
+	char *b64 = srv_b64_encode(data, len);
+	const char *key = pr->pty ? "pty" : fd == 1 ? "stdout" : "stderr";
+	fan_out(pr, json_pack("{s:{s:s}}", "data", key, b64));
+	free(b64);
+}
+
+static void emit_end(struct srv_proc *pr, int status, int timed_out)
+{
+	json_t *end = json_object();
+	char st[64];
+	if (WIFEXITED(status)) {
+		if (WEXITSTATUS(status))
+			json_object_set_new(end, "exitCode", json_integer(WEXITSTATUS(status)));
+		json_object_set_new(end, "exited", json_true());
+		snprintf(st, sizeof(st), "exit status %d", WEXITSTATUS(status));
+	} else {
+		int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+		json_object_set_new(end, "exitCode", json_integer(-1));
+		json_object_set_new(end, "exited", json_false());
+		char name[32];
+		snprintf(name, sizeof(name), "%s", strsignal(sig));
+		for (char *c = name; *c; c++)
+			if (*c >= 'A' && *c <= 'Z')
+				*c = (char)(*c - 'A' + 'a');
+		snprintf(st, sizeof(st), "signal: %s", name);
+	}
+	json_object_set_new(end, "status", json_string(st));
+	if (timed_out)
+		json_object_set_new(end, "error", json_string("deadline exceeded"));
+	fan_out(pr, json_pack("{s:o}", "end", end));
+	pthread_mutex_lock(&pr->lk);
+	pr->exited = 1;
+	pr->status = status;
+	pr->timed_out = timed_out;
+	pthread_cond_broadcast(&pr->cv);
+	pthread_mutex_unlock(&pr->lk);
+}
+
+static void *pump_main(void *arg)
+{
+	struct srv_proc *pr = arg;
+	int fds[2] = { sbx_process_stdout_fd(pr->p), sbx_process_stderr_fd(pr->p) };
+	int stfd = sbx_process_status_fd(pr->p);
+	int exited = 0, status = (int)SIGKILL, timed_out = 0;
+	double drain_until = 0;
+	char buf[32768];
+	for (;;) {
+		struct pollfd p[3];
+		int n = 0, idx[3];
+		for (int i = 0; i < 2; i++)
+			if (fds[i] >= 0) {
+				p[n] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+				idx[n++] = i;
+			}
+		if (!exited) {
+			p[n] = (struct pollfd){ .fd = stfd, .events = POLLIN };
+			idx[n++] = 2;
+		}
+		if (n == 0 || (exited && sbx__now_mono() > drain_until))
+			break;
+		int k = poll(p, (nfds_t)n, exited ? 50 : 500);
+		if (k < 0 && errno != EINTR)
+			break;
+		if (atomic_load(&pr->srv->stopping))
+			break;
+		for (int j = 0; j < n && k > 0; j++) {
+			if (!p[j].revents)
+				continue;
+			if (idx[j] == 2) {
+				int r = sbx_process_poll(pr->p, &status, &timed_out, 0, NULL);
+				if (r != 0) {
+					exited = 1;
+					if (r < 0)
+						status = SIGKILL;
+					drain_until = sbx__now_mono() + 0.2;
+				}
+				continue;
+			}
+			ssize_t got = read(p[j].fd, buf, sizeof(buf));
+			if (got > 0) {
+				emit_data(pr, idx[j] + 1, buf, (size_t)got);
+				if (exited)
+					drain_until = sbx__now_mono() + 0.2;
+			} else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+				fds[idx[j]] = -1;
+			}
+		}
+	}
+	if (exited)
+		emit_end(pr, status, timed_out);
+	struct srv_sandbox *s = pr->owner;
+	pthread_mutex_lock(&s->plock);
+	for (struct srv_proc **pp = &s->procs; *pp; pp = &(*pp)->next)
+		if (*pp == pr) {
+			*pp = pr->next;
+			break;
+		}
+	pr->in_table = 0;
+	pthread_mutex_unlock(&s->plock);
+	struct server *srv = pr->srv;
+	proc_put(pr);
+	srv_sandbox_put(srv, s);
+	return NULL;
+}
+
+struct pstream {
+	struct srv_proc *pr;
+	struct srv_sub *sub;
+	int sent_start;
+	double next_ka;
+	int is_start;
+};
+
+static struct srv_sub *subscribe(struct srv_proc *pr)
+{
+	struct srv_sub *sub = xcalloc(1, sizeof(*sub));
+	sbx__buf_init(&sub->q, SUB_MAX);
+	pthread_mutex_lock(&pr->lk);
+	sub->next = pr->subs;
+	pr->subs = sub;
+	pr->refs++;
+	pthread_mutex_unlock(&pr->lk);
+	return sub;
+}
+
+static int pstream_fill(struct srv_stream *st)
+{
+	struct pstream *ps = st->ctx;
+	struct srv_proc *pr = ps->pr;
+	if (!ps->sent_start) {
+		ps->sent_start = 1;
+		srv_envelope(&st->out, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", (int)pr->pid));
+		return 0;
+	}
+	int fin = 0;
+	pthread_mutex_lock(&pr->lk);
+	for (;;) {
+		double now = sbx__now_mono();
+		if (ps->sub->q.len) {
+			sbx__buf_append(&st->out, ps->sub->q.data, ps->sub->q.len);
+			ps->sub->q.len = 0;
+			ps->next_ka = now + st->keepalive_s;
+			break;
+		}
+		if (ps->sub->overflow) {
+			srv_end_stream(&st->out, "resource_exhausted", "client did not keep up with the output");
+			fin = 1;
+			break;
+		}
+		if (pr->exited) {
+			if (pr->timed_out)
+				srv_end_stream(&st->out, "deadline_exceeded", "process deadline (Connect-Timeout-Ms) exceeded");
+			else
+				srv_end_stream(&st->out, NULL, NULL);
+			fin = 1;
+			break;
+		}
+		if (atomic_load(&st->srv->stopping)) {
+			srv_end_stream(&st->out, "unavailable", "server shutting down");
+			fin = 1;
+			break;
+		}
+		if (st->deadline && now >= st->deadline + (ps->is_start ? 2 : 0)) {
+			srv_end_stream(&st->out, "deadline_exceeded", "deadline exceeded");
+			fin = 1;
+			break;
+		}
+		if (now >= ps->next_ka) {
+			srv_envelope(&st->out, 0, json_pack("{s:{s:{}}}", "event", "keepalive"));
+			ps->next_ka = now + st->keepalive_s;
+			break;
+		}
+		double until = ps->next_ka;
+		if (st->deadline && st->deadline < until)
+			until = st->deadline + 0.01;
+		srv_cond_wait_until(&pr->cv, &pr->lk, until);
+	}
+	pthread_mutex_unlock(&pr->lk);
+	return fin;
+}
+
+static void pstream_fini(struct srv_stream *st)
+{
+	struct pstream *ps = st->ctx;
+	struct srv_proc *pr = ps->pr;
+	pthread_mutex_lock(&pr->lk);
+	for (struct srv_sub **pp = &pr->subs; *pp; pp = &(*pp)->next)
+		if (*pp == ps->sub) {
+			*pp = ps->sub->next;
+			break;
+		}
+	pthread_mutex_unlock(&pr->lk);
+	sbx__buf_free(&ps->sub->q);
+	free(ps->sub);
+	proc_put(pr);
+	free(ps);
+}
+
+static void attach(struct srv_req *r, struct srv_proc *pr, double deadline_s, int is_start)
+{
+	struct pstream *ps = xcalloc(1, sizeof(*ps));
+	ps->pr = pr;
+	ps->sub = subscribe(pr);
+	ps->is_start = is_start;
+	struct srv_stream *st = xcalloc(1, sizeof(*st));
+	sbx__buf_init(&st->out, 2 * SUB_MAX);
+	st->keepalive_s = srv_keepalive_s(r);
+	ps->next_ka = sbx__now_mono() + st->keepalive_s;
+	st->deadline = deadline_s > 0 ? sbx__now_mono() + deadline_s : 0;
+	st->fill = pstream_fill;
+	st->fini = pstream_fini;
+	st->ctx = ps;
+	srv_reply_stream(r, st);
+}
+
+/* Finds a process by {"pid":N} or {"tag":"t"} selector and takes a reference. */
+static struct srv_proc *find_proc(struct srv_sandbox *s, json_t *sel)
+{
+	json_t *pid = json_object_get(sel, "pid");
+	const char *tag = json_string_value(json_object_get(sel, "tag"));
+	long long want = json_is_integer(pid) ? json_integer_value(pid) : json_is_string(pid) ? strtoll(json_string_value(pid), NULL, 10) : -1;
+	struct srv_proc *found = NULL;
+	pthread_mutex_lock(&s->plock);
+	for (struct srv_proc *pr = s->procs; pr && !found; pr = pr->next)
+		if ((want >= 0 && pr->pid == want) || (tag && pr->tag && strcmp(tag, pr->tag) == 0))
+			found = pr;
+	if (found) {
+		pthread_mutex_lock(&found->lk);
+		found->refs++;
+		pthread_mutex_unlock(&found->lk);
+	}
+	pthread_mutex_unlock(&s->plock);
+	return found;
+}
+
+static int string_list(json_t *a)
+{
+	size_t i;
+	json_t *v;
+	if (a && !json_is_array(a))
+		return 0;
+	json_array_foreach(a, i, v)
+		if (!json_is_string(v))
+			return 0;
+	return 1;
+}
+
+static void start(struct srv_req *r, struct srv_sandbox *s)
+{
+	json_t *req = srv_connect_body(r, 1);
+	if (!req)
+		return;
+	double tmo = srv_connect_timeout_s(r);
+	json_t *proc = json_object_get(req, "process");
+	const char *cmd = json_string_value(json_object_get(proc, "cmd"));
+	json_t *args = json_object_get(proc, "args"), *envs = json_object_get(proc, "envs");
+	json_t *cwdj = json_object_get(proc, "cwd");
+	json_t *stdinj = json_object_get(req, "stdin");
+	_cleanup_free_ char *user = srv_auth_basic_user(srv_header(r, "Authorization"));
+	_cleanup_free_ char *cwd = NULL;
+	char **argv = NULL, **env = NULL;
+	sbx_process *p = NULL;
+	sbx_error *e = NULL;
+	if (tmo < 0 || !cmd || !*cmd || !string_list(args) || (envs && !json_is_object(envs)) ||
+	    (cwdj && !json_is_string(cwdj) && !json_is_null(cwdj))) {
+		srv_reply_stream_error(r, "invalid_argument", "process.cmd is required; args strings, envs a map, "
+							     "Connect-Timeout-Ms a number");
+		goto out;
+	}
+	const char *eff_user = user ? user : s->user;
+	if (json_string_value(cwdj) && *json_string_value(cwdj))
+		cwd = srv_resolve_path(s, eff_user, json_string_value(cwdj));
+	else
+		cwd = s->workdir ? xstrdup(s->workdir) : srv_user_home(s, eff_user);
+	sbx__strv_push(&argv, cmd);
+	size_t i;
+	json_t *v;
+	json_array_foreach(args, i, v)
+		sbx__strv_push(&argv, json_string_value(v));
+	if (eff_user && strspn(eff_user, "0123456789:") != strlen(eff_user)) {
+		char *kv = xasprintf("USER=%s", eff_user);
+		sbx__strv_push(&env, kv);
+		free(kv);
+		kv = xasprintf("LOGNAME=%s", eff_user);
+		sbx__strv_push(&env, kv);
+		free(kv);
+	}
+	const char *k;
+	json_object_foreach(envs, k, v) {
+		if (!json_is_string(v))
+			continue;
+		char *kv = xasprintf("%s=%s", k, json_string_value(v));
+		sbx__strv_setenv(&env, kv);
+		free(kv);
+	}
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.argv = (const char *const *)argv;
+	o.env = (const char *const *)env;
+	o.cwd = cwd;
+	o.user = user;
+	o.timeout_s = tmo;
+	int keep_stdin = !stdinj || json_is_true(stdinj) || json_object_get(req, "pty");
+	pthread_rwlock_rdlock(&s->rw);
+	int rc = s->dead ? -ESRCH : sbx_process_start(&p, s->sb, &o, keep_stdin, &e);
+	pthread_rwlock_unlock(&s->rw);
+	if (rc < 0) {
+		srv_reply_stream_error(r, rc == -ENOENT ? "invalid_argument" : srv_connect_code(rc), "start %s: %s",
+				       cmd, e && e->msg ? e->msg : sbx_error_code_name(rc));
+		goto out;
+	}
+	atomic_fetch_add(&r->srv->m.execs, 1);
+	struct srv_proc *pr = xcalloc(1, sizeof(*pr));
+	pr->owner = s;
+	pr->srv = r->srv;
+	pr->p = p;
+	pr->pid = sbx_process_pid(p);
+	pr->tag = json_string_value(json_object_get(req, "tag")) ? xstrdup(json_string_value(json_object_get(req, "tag"))) : NULL;
+	pr->config = json_deep_copy(proc);
+	pr->pty = json_object_get(req, "pty") && !json_is_null(json_object_get(req, "pty"));
+	pr->refs = 1; /* the pump */
+	pthread_mutex_init(&pr->lk, NULL);
+	pthread_cond_init(&pr->cv, NULL);
+	pthread_mutex_lock(&r->srv->lock);
+	s->refs++; /* the pump's */
+	pthread_mutex_unlock(&r->srv->lock);
+	pthread_mutex_lock(&s->plock);
+	pr->next = s->procs;
+	s->procs = pr;
+	pr->in_table = 1;
+	pthread_mutex_unlock(&s->plock);
+	attach(r, pr, tmo, 1);
+	pthread_t t;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	pthread_create(&t, &attr, pump_main, pr);
+	pthread_attr_destroy(&attr);
+out:
+	sbx_error_free(e);
+	sbx__strv_free(argv);
+	sbx__strv_free(env);
+	json_decref(req);
+}
+
+static void connect_proc(struct srv_req *r, struct srv_sandbox *s)
+{
+	json_t *req = srv_connect_body(r, 1);
+	if (!req)
+		return;
+	struct srv_proc *pr = find_proc(s, json_object_get(req, "process"));
+	json_decref(req);
+	if (!pr) {
+		srv_reply_stream_error(r, "not_found", "process not found");
+		return;
+	}
+	double tmo = srv_connect_timeout_s(r);
+	attach(r, pr, tmo > 0 ? tmo : 0, 0);
+	proc_put(pr);
+}
+
+static void list_procs(struct srv_req *r, struct srv_sandbox *s)
+{
+	json_t *arr = json_array();
+	pthread_mutex_lock(&s->plock);
+	for (struct srv_proc *pr = s->procs; pr; pr = pr->next) {
+		if (pr->exited)
+			continue;
+		json_t *o = json_pack("{s:O,s:i}", "config", pr->config, "pid", (int)pr->pid);
+		if (pr->tag)
+			json_object_set_new(o, "tag", json_string(pr->tag));
+		json_array_append_new(arr, o);
+	}
+	pthread_mutex_unlock(&s->plock);
+	srv_reply_json(r, 200, json_pack("{s:o}", "processes", arr));
+}
+
+static int parse_signal(json_t *v)
+{
+	const char *name = json_string_value(v);
+	if (name)
+		return strcmp(name, "SIGNAL_SIGKILL") == 0 ? SIGKILL : strcmp(name, "SIGNAL_SIGTERM") == 0 ? SIGTERM : 0;
+	if (json_is_integer(v) && (json_integer_value(v) == 9 || json_integer_value(v) == 15))
+		return (int)json_integer_value(v);
+	return 0;
+}
+
+/* SendInput, SendSignal, CloseStdin, Update. */
+static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method)
+{
+	json_t *req = srv_connect_body(r, 0);
+	if (!req)
+		return;
+	struct srv_proc *pr = find_proc(s, json_object_get(req, "process"));
+	if (!pr) {
+		srv_reply_connect_error(r, "not_found", "process not found");
+		json_decref(req);
+		return;
+	}
+	if (strcmp(method, "SendSignal") == 0) {
+		int sig = parse_signal(json_object_get(req, "signal"));
+		sbx_error *e = NULL;
+		int rc = sig ? sbx_process_signal(pr->p, sig, &e) : -EINVAL;
+		if (rc < 0)
+			srv_reply_sbx_error(r, 1, "signal", rc, e);
+		else
+			srv_reply_json(r, 200, json_object());
+	} else if (strcmp(method, "SendInput") == 0) {
+		json_t *in = json_object_get(req, "input");
+		const char *b64 = json_string_value(json_object_get(in, "stdin"));
+		if (!b64)
+			b64 = json_string_value(json_object_get(in, "pty"));
+		sbx_buf data;
+		sbx__buf_init(&data, SRV_JSON_MAX);
+		pthread_mutex_lock(&pr->lk);
+		int fd = sbx_process_stdin_fd(pr->p);
+		int rc = !b64 || srv_b64_decode(&data, b64) < 0 ? -EINVAL : fd < 0 ? -EPIPE : 0;
+		for (size_t off = 0; rc == 0 && off < data.len;) {
+			ssize_t n = send(fd, data.data + off, data.len - off, MSG_NOSIGNAL);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				rc = -errno;
+			else
+				off += (size_t)n;
+		}
+		pthread_mutex_unlock(&pr->lk);
+		sbx__buf_free(&data);
+		if (rc < 0)
+			srv_reply_connect_error(r, rc == -EINVAL ? "invalid_argument" : "failed_precondition",
+						"send input: %s", rc == -EINVAL ? "bad input" : "stdin is closed");
+		else
+			srv_reply_json(r, 200, json_object());
+	} else if (strcmp(method, "CloseStdin") == 0) {
+		pthread_mutex_lock(&pr->lk);
+		sbx_process_close_stdin(pr->p);
+		pthread_mutex_unlock(&pr->lk);
+		srv_reply_json(r, 200, json_object());
+	} else {
+		srv_reply_json(r, 200, json_object()); /* Update: no pty to resize */
+	}
+	proc_put(pr);
+	json_decref(req);
+}
+
+void srv_envd_process(struct srv_req *r, struct srv_sandbox *s, const char *method)
+{
+	if (strcmp(method, "Start") == 0)
+		start(r, s);
+	else if (strcmp(method, "Connect") == 0)
+		connect_proc(r, s);
+	else if (strcmp(method, "List") == 0)
+		list_procs(r, s);
+	else if (strcmp(method, "SendInput") == 0 || strcmp(method, "SendSignal") == 0 ||
+		 strcmp(method, "CloseStdin") == 0 || strcmp(method, "Update") == 0)
+		unary(r, s, method);
+	else if (strcmp(method, "StreamInput") == 0)
+		srv_reply_connect_error(r, "unimplemented", "StreamInput is not supported (use SendInput)");
+	else
+		srv_reply_connect_error(r, "unimplemented", "process.Process/%s does not exist", method);
+}
+
+void srv_procs_release(struct srv_sandbox *s)
+{
+	(void)s; /* pump threads hold the sandbox; when it is freed the table is empty */
+}

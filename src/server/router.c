@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Request dispatch for the combined port (e2b-protocol.md 6.1): a request
+ * with E2b-Sandbox-Id, an envd RPC path or /files goes to the data plane
+ * (the sandbox found by header, else by its envd access token); everything
+ * else is the control plane, which needs X-API-KEY except /health and
+ * /metrics.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/alloc.h"
+#include "../util/cleanup.h"
+#include "../util/str.h"
+#include "server_int.h"
+
+#define ENVD_PORT "49983"
+
+size_t srv_split_path(char **segs, size_t max, char **buf, const char *path)
+{
+	*buf = xstrdup(path);
+	size_t n = 0;
+	char *save = NULL;
+	for (char *t = strtok_r(*buf, "/", &save); t && n < max; t = strtok_r(NULL, "/", &save))
+		segs[n++] = t;
+	return n;
+}
+
+static int is_rpc(const char *url)
+{
+	return sbx__str_startswith(url, "/process.Process/") || sbx__str_startswith(url, "/filesystem.Filesystem/");
+}
+
+static void unauthorized(struct srv_req *r, int rpc, const char *msg)
+{
+	if (rpc)
+		srv_reply_connect_error(r, "unauthenticated", "%s", msg);
+	else
+		srv_reply_error(r, 401, "%s", msg);
+}
+
+static int files_signed(struct srv_req *r, struct srv_sandbox *s)
+{
+	const char *sig = srv_query(r, "signature");
+	const char *path = srv_query(r, "path");
+	if (!sig || !path)
+		return 0;
+	const char *op = strcmp(r->method, "GET") == 0 ? "read" : "write";
+	return srv_auth_signature_ok(s->token, path, op, srv_query(r, "username"), sig,
+				     srv_query(r, "signature_expiration"));
+}
+
+static void data_plane(struct srv_req *r, const char *sid)
+{
+	const char *token = srv_header(r, "X-Access-Token");
+	int rpc = is_rpc(r->url);
+	const char *port = srv_header(r, "E2b-Sandbox-Port");
+	if (port && strcmp(port, ENVD_PORT) != 0) {
+		srv_reply_error(r, 502, "port %s of sandbox %s is not reachable: sbx serve proxies only envd (%s)",
+				port, sid ? sid : "?", ENVD_PORT);
+		return;
+	}
+	struct srv_sandbox *s = NULL;
+	if (sid) {
+		s = srv_sandbox_get(r->srv, sid);
+		if (!s) {
+			srv_reply_error(r, 502, "sandbox %s not found", sid);
+			return;
+		}
+	} else {
+		s = token ? srv_sandbox_by_token(r->srv, token) : NULL;
+		if (!s) {
+			unauthorized(r, rpc, token ? "invalid access token" : "missing X-Access-Token");
+			return;
+		}
+	}
+	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", s->id);
+	int is_health = strcmp(r->url, "/health") == 0;
+	int is_files = strcmp(r->url, "/files") == 0;
+	if (!is_health && !srv_ct_equal(token, s->token) && !(is_files && files_signed(r, s))) {
+		unauthorized(r, rpc, token ? "access token does not belong to this sandbox" : "missing X-Access-Token");
+		goto out;
+	}
+	if (s->paused && !is_health) {
+		srv_reply_error(r, 502, "sandbox %s is paused", s->id);
+		goto out;
+	}
+	if (is_health)
+		srv_reply_empty(r, 204);
+	else if (is_files)
+		srv_envd_files(r, s);
+	else if (sbx__str_startswith(r->url, "/process.Process/"))
+		srv_envd_process(r, s, r->url + strlen("/process.Process/"));
+	else if (sbx__str_startswith(r->url, "/filesystem.Filesystem/"))
+		srv_envd_fs(r, s, r->url + strlen("/filesystem.Filesystem/"));
+	else
+		srv_reply_error(r, 404, "no envd endpoint %s", r->url);
+out:
+	srv_sandbox_put(r->srv, s);
+}
+
+void srv_route(struct srv_req *r)
+{
+	const char *sid = srv_header(r, "E2b-Sandbox-Id");
+	if (sid || is_rpc(r->url) || strcmp(r->url, "/files") == 0) {
+		data_plane(r, sid);
+		return;
+	}
+	if (strcmp(r->url, "/health") == 0) {
+		srv_reply_empty(r, 204);
+		return;
+	}
+	if (strcmp(r->url, "/metrics") == 0 && strcmp(r->method, "GET") == 0) {
+		srv_metrics_reply(r);
+		return;
+	}
+	const char *key = srv_header(r, "X-API-KEY");
+	if (!srv_auth_api_key_ok(r->srv, key)) {
+		srv_reply_error(r, 401, key ? "invalid API key" : "missing X-API-KEY header");
+		return;
+	}
+	char *segs[8];
+	_cleanup_free_ char *buf = NULL;
+	size_t n = srv_split_path(segs, 8, &buf, r->url);
+	char **s = segs;
+	size_t k = n;
+	if (k > 0 && (strcmp(s[0], "v2") == 0 || strcmp(s[0], "v3") == 0) && k > 1) {
+		s++;
+		k--;
+	}
+	if (k > 0 && strcmp(s[0], "sandboxes") == 0)
+		srv_control(r, segs, n);
+	else if (k > 0 && strcmp(s[0], "templates") == 0)
+		srv_templates(r, segs, n);
+	else
+		srv_reply_error(r, 404, "no endpoint %s %s", r->method, r->url);
+}

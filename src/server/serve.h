@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* The entry point of `sbx serve` for the CLI: options and the blocking run. */
+#ifndef SBX_SERVER_SERVE_H
+#define SBX_SERVER_SERVE_H
+
+#include <sbx/error.h>
+
+/* Options of `sbx serve`, filled by src/cli/cmd_serve.c. */
+struct srv_config {
+	const char *listen_addr;      /* "127.0.0.1" */
+	unsigned port;                /* 0 = any free port */
+	const char *state_dir;        /* absolute */
+	const char *image_dir;        /* NULL = runtime default */
+	const char *default_template; /* image used for templateID "base" */
+	int print_port;
+	int destroy_on_exit;
+	int access_log;
+	int allow_internet;           /* honour allow_internet_access (host network) */
+	double cpus;
+	unsigned memory_mb;
+	unsigned storage_mb;
+	unsigned max_sandboxes;
+	unsigned max_timeout_s;
+};
+
+/* Runs the server until SIGINT/SIGTERM. Returns the process exit code. */
+int srv_run(const struct srv_config *cfg);
+/* Writes a new API key to <state_dir>/server/api-key (owned in *key_out). */
+int srv_auth_rotate(const char *state_dir, char **key_out, sbx_error **err);
+
+#endif

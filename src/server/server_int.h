@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private interface of `sbx serve`, the E2B-compatible server: the server
+ * and sandbox records, the HTTP glue, and one section per source file.
+ * Threading: libmicrohttpd runs one thread per connection; the sandbox table
+ * is guarded by srv->lock, each sandbox's handle by its rwlock (operations
+ * read-lock, destroy write-locks), each process by its own mutex.
+ */
+#ifndef SBX_SERVER_INT_H
+#define SBX_SERVER_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <sbx/sbx.h>
+
+#include "../util/buf.h"
+#include "serve.h"
+
+#define SRV_ENVD_VERSION "0.5.7"
+#define SRV_CLIENT_ID "6532622b"
+#define SRV_JSON_MAX (1u << 20)         /* control-plane and RPC bodies */
+#define SRV_UPLOAD_MAX (512u << 20)     /* /files uploads and template file tars */
+#define SRV_READ_MAX (1024u << 20)      /* /files downloads */
+
+struct srv_build;
+struct sqlite3;
+
+/* One started process of a sandbox (envd's process table entry). */
+struct srv_proc {
+	struct srv_sandbox *owner;   /* the pump thread holds a reference */
+	struct server *srv;
+	sbx_process *p;
+	pid_t pid;
+	char *tag;
+	json_t *config;              /* ProcessConfig as received, for List */
+	int pty;                     /* output goes out as "pty" data */
+	pthread_mutex_t lk;
+	pthread_cond_t cv;
+	struct srv_sub *subs;        /* live streams attached to the output */
+	int exited;                  /* status valid */
+	int status, timed_out;
+	int refs;                    /* guarded by lk */
+	int in_table;                /* guarded by owner->plock */
+	struct srv_proc *next;       /* owner's list */
+};
+
+/* One subscriber (a Start or Connect stream) of a process's output. */
+struct srv_sub {
+	sbx_buf q;                   /* encoded envelopes not yet sent */
+	int overflow;
+	struct srv_sub *next;
+};
+
+struct srv_sandbox {
+	char id[32];
+	char *template_id;
+	char *alias;                 /* image name it was created from */
+	char token[65];
+	json_t *metadata;            /* object */
+	json_t *env_vars;            /* object */
+	double started_at, end_at;   /* unix seconds */
+	int paused;
+	int allow_internet;
+	char *user;                  /* image default user or NULL (root) */
+	char *workdir;               /* image WorkingDir or NULL */
+	sbx_sandbox *sb;
+	pthread_rwlock_t rw;         /* read: operations; write: destroy */
+	pthread_mutex_t plock;       /* the process list */
+	struct srv_proc *procs;
+	int refs;                    /* guarded by srv->lock */
+	int dead;                    /* removed from the table */
+};
+
+struct srv_metrics {
+	atomic_ulong creates, create_failures, destroys, timeouts, execs, requests;
+	atomic_ulong errors[600];    /* by HTTP status */
+	atomic_ulong create_buckets[12];
+	atomic_ulong create_count;
+	_Atomic double create_sum;
+};
+
+struct server {
+	struct srv_config cfg;
+	sbx_runtime *rt;
+	char server_id[17];           /* label sbx.server=<id> */
+	char *key_path;
+	char *api_key;                /* guarded by key_lock */
+	double key_mtime;
+	pthread_mutex_t key_lock;
+	struct sqlite3 *db;
+	pthread_mutex_t db_lock;
+	pthread_mutex_t lock;         /* table */
+	pthread_cond_t timer_cv;
+	struct srv_sandbox **v;
+	size_t n, cap;
+	unsigned creating;
+	atomic_int stopping;
+	struct srv_metrics m;
+	pthread_mutex_t build_lock;
+	struct srv_build *builds;
+	unsigned port;
+};
+
+/* ---- http.c -------------------------------------------------------------- */
+
+struct MHD_Connection;
+struct srv_req;
+
+/* A server-streaming response: `fill` appends envelopes to `out`, blocking
+ * until it has something; it returns 1 once the last frame is appended. */
+struct srv_stream {
+	struct server *srv;
+	sbx_buf out;
+	size_t off;
+	int done;
+	int (*fill)(struct srv_stream *s);
+	void (*fini)(struct srv_stream *s);
+	double keepalive_s;           /* 0 = none */
+	double deadline;              /* monotonic, 0 = none */
+	void *ctx;
+};
+
+struct srv_req {
+	struct server *srv;
+	struct MHD_Connection *c;
+	const char *method;
+	const char *url;
+	sbx_buf body;
+	int too_big;
+	int status;
+	double t0;
+	char sandbox_id[32];
+	int queued;
+};
+
+int srv_http_start(struct server *srv, void **daemon_out, unsigned *port_out, sbx_error **err);
+void srv_http_stop(void *daemon);
+const char *srv_header(struct srv_req *r, const char *name);
+const char *srv_query(struct srv_req *r, const char *name);
+void srv_reply_json(struct srv_req *r, int status, json_t *body); /* steals body */
+void srv_reply_empty(struct srv_req *r, int status);
+void srv_reply_bytes(struct srv_req *r, int status, const char *ctype, void *data, size_t len); /* takes data */
+void srv_reply_text(struct srv_req *r, int status, const char *ctype, const char *text);
+/* REST error {"code":status,"message":...}. */
+void srv_reply_error(struct srv_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Unary Connect error {"code":"not_found","message":...}. */
+void srv_reply_connect_error(struct srv_req *r, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Starts a streaming response; takes ownership of s (fini runs at the end). */
+void srv_reply_stream(struct srv_req *r, struct srv_stream *s);
+
+/* ---- router.c ------------------------------------------------------------ */
+
+void srv_route(struct srv_req *r);
+/* Splits url path into at most max segments (owned copy in *buf). */
+size_t srv_split_path(char **segs, size_t max, char **buf, const char *path);
+
+/* ---- errors.c ------------------------------------------------------------ */
+
+/* The one map from sbx error codes to HTTP statuses and Connect code strings. */
+int srv_http_status(int code);
+const char *srv_connect_code(int code);
+int srv_connect_http_status(const char *connect_code);
+/* Replies with a REST or Connect error for an sbx error (frees e). */
+void srv_reply_sbx_error(struct srv_req *r, int connect, const char *what, int code, sbx_error *e);
+
+/* ---- auth.c -------------------------------------------------------------- */
+
+int srv_auth_init(struct server *srv, int *created, sbx_error **err);
+
+int srv_auth_api_key_ok(struct server *srv, const char *given);
+void srv_auth_new_token(char out[65]);
+int srv_ct_equal(const char *a, const char *b);
+/* Verifies a /files URL signature; 1 when valid. */
+int srv_auth_signature_ok(const char *token, const char *path, const char *op, const char *user,
+			  const char *sig, const char *expiration);
+/* User from "Authorization: Basic base64(user:)" (owned) or NULL. */
+char *srv_auth_basic_user(const char *header);
+char *srv_b64_encode(const void *data, size_t len);
+int srv_b64_decode(sbx_buf *out, const char *s);
+
+/* ---- sandboxes (server.c) ------------------------------------------------ */
+
+/* Looks up a live sandbox and takes a reference (NULL when unknown). */
+struct srv_sandbox *srv_sandbox_get(struct server *srv, const char *id);
+/* Finds the sandbox owning an envd token (constant-time per entry). */
+struct srv_sandbox *srv_sandbox_by_token(struct server *srv, const char *token);
+void srv_sandbox_put(struct server *srv, struct srv_sandbox *s);
+/* Adds a new record to the table (takes the creator's reference). */
+void srv_sandbox_insert(struct server *srv, struct srv_sandbox *s);
+struct srv_sandbox *srv_sandbox_new(const char *id);
+/* Removes from the table, destroys the sandbox and its row. 0 or -ENOENT. */
+int srv_sandbox_kill(struct server *srv, struct srv_sandbox *s, const char *reason);
+/* Snapshot of the table with references taken; release with srv_sandbox_put each. */
+struct srv_sandbox **srv_sandbox_all(struct server *srv, size_t *n);
+void srv_timer_kick(struct server *srv);
+
+/* ---- state.c ------------------------------------------------------------- */
+
+int srv_state_open(struct server *srv, sbx_error **err);
+void srv_state_close(struct server *srv);
+void srv_state_save(struct server *srv, struct srv_sandbox *s);
+void srv_state_delete(struct server *srv, const char *id);
+/* Re-adopts or reaps every recorded sandbox, then reaps unrecorded ones. */
+int srv_state_reconcile(struct server *srv, sbx_error **err);
+json_t *srv_sandbox_to_row(const struct srv_sandbox *s);
+
+/* ---- control.c / templates.c -------------------------------------------- */
+
+void srv_control(struct srv_req *r, char **seg, size_t nseg);
+void srv_templates(struct srv_req *r, char **seg, size_t nseg);
+/* templateID (id, name:tag, alias, "base") -> image name (owned); -ENOENT. */
+int srv_template_resolve(struct server *srv, const char *template_id, char **image_out,
+			 sbx_error **err);
+void srv_builds_free(struct server *srv);
+char *srv_rfc3339(double t);
+
+/* ---- data plane ---------------------------------------------------------- */
+
+/* Parses a Connect request body (envelope or bare JSON); NULL + error reply sent. */
+json_t *srv_connect_body(struct srv_req *r, int streaming);
+int srv_connect_is_stream(struct srv_req *r);
+/* Appends one envelope (flags 0 or 2) with JSON payload (stolen). */
+int srv_envelope(sbx_buf *b, unsigned flags, json_t *payload);
+/* Appends the end-stream frame: {} or {"error":{code,message}}. */
+void srv_end_stream(sbx_buf *b, const char *code, const char *msg);
+/* A stream that sends only an error end-stream (errors before streaming). */
+void srv_reply_stream_error(struct srv_req *r, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+double srv_keepalive_s(struct srv_req *r);
+/* Connect-Timeout-Ms as seconds (0 = none); -1 when malformed. */
+double srv_connect_timeout_s(struct srv_req *r);
+/* Waits on cv until `deadline` (monotonic) or at most 0.5 s. */
+void srv_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *lk, double deadline);
+
+void srv_envd_process(struct srv_req *r, struct srv_sandbox *s, const char *method);
+void srv_envd_fs(struct srv_req *r, struct srv_sandbox *s, const char *method);
+void srv_envd_files(struct srv_req *r, struct srv_sandbox *s);
+/* Frees the process table (sandbox is going away). */
+void srv_procs_release(struct srv_sandbox *s);
+/* The user and cwd for a call: user from Basic auth (or default), home dir. */
+char *srv_user_home(struct srv_sandbox *s, const char *user);
+/* Resolves a path against the user's home; owned. */
+char *srv_resolve_path(struct srv_sandbox *s, const char *user, const char *path);
+json_t *srv_entry_info(const sbx_file_info *f);
+
+/* ---- metrics.c ----------------------------------------------------------- */
+
+void srv_metrics_create(struct server *srv, double seconds, int ok);
+void srv_metrics_status(struct server *srv, int status);
+void srv_metrics_reply(struct srv_req *r);
+
+#endif
