@@ -4,7 +4,7 @@
 # create -> commands.run('true') -> kill, sequential and at concurrency 32,
 # plus the server's creates/s from GET /metrics. See docs/performance.md,
 # section "sbx serve through the E2B SDK".
-#   bench/serve.sh BUILD_DIR [--seq N] [--conc C] [--total M] [--warmup W] [--out DIR]
+#   bench/serve.sh BUILD_DIR [--seq N] [--conc C] [--total M] [--burst B] [--warmup W] [--out DIR]
 # Everything runs against a private image store and state dir under /tmp,
 # removed on exit with any sandbox left. The SDK comes from the compat cache
 # ($SBX_COMPAT_CACHE, default BUILD_DIR/compat-cache; installed if missing).
@@ -12,17 +12,18 @@
 # server.log, host.tsv).
 set -uo pipefail
 
-usage() { echo "usage: bench/serve.sh BUILD_DIR [--seq N] [--conc C] [--total M] [--warmup W] [--out DIR]"; }
+usage() { echo "usage: bench/serve.sh BUILD_DIR [--seq N] [--conc C] [--total M] [--burst B] [--warmup W] [--out DIR]"; }
 [ $# -ge 1 ] || { usage >&2; exit 2; }
 case "$1" in -h|--help) usage; exit 0 ;; esac
 BUILD=$(cd "$1" && pwd) || exit 2
 shift
-SEQ=200 CONC=32 TOTAL=320 WARMUP=5 OUT= SDKV=2.51.0
+SEQ=200 CONC=32 TOTAL=320 BURST=128 WARMUP=5 OUT= SDKV=2.51.0
 while [ $# -gt 0 ]; do
   case "$1" in
     --seq) SEQ=$2; shift ;;
     --conc) CONC=$2; shift ;;
     --total) TOTAL=$2; shift ;;
+    --burst) BURST=$2; shift ;;
     --warmup) WARMUP=$2; shift ;;
     --out) OUT=$2; shift ;;
     *) usage >&2; exit 2 ;;
@@ -71,7 +72,7 @@ trap 'exit 130' INT TERM
 } >"$OUT/host.tsv"
 
 bash "$SRC/tests/compat/mkimage.sh" "$SBX" bash || exit 1
-"$SBX" serve --listen 127.0.0.1 --port 0 --state-dir "$SBX_STATE_DIR" --default-template bash \
+"$SBX" serve --listen 127.0.0.1:0 --state-dir "$SBX_STATE_DIR" --default-template bash --no-access-log \
   >"$OUT/server.log" 2>&1 &
 PID=$!
 URL= KEYFILE=
@@ -91,7 +92,7 @@ E2B_API_KEY=$(head -n1 "$KEYFILE"); export E2B_API_KEY
 unset E2B_DOMAIN E2B_DEBUG
 
 rc=0
-node "$SRC/bench/serve_sdk.mjs" "$CACHE/e2b-$SDKV" --seq "$SEQ" --conc "$CONC" --total "$TOTAL" \
+node "$SRC/bench/serve_sdk.mjs" "$CACHE/e2b-$SDKV" --seq "$SEQ" --conc "$CONC" --total "$TOTAL" --burst "$BURST" \
   --warmup "$WARMUP" --json "$OUT/result.json" | tee "$OUT/summary.md" || rc=1
 echo "load_end	$(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/host.tsv"
 left=$("$SBX" ls --json | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).length))')

@@ -2,13 +2,14 @@
 // Sandbox.create() -> commands.run('true') -> kill(), timed on the client.
 //
 //   node bench/serve_sdk.mjs SDK_PREFIX [--seq N] [--conc C] [--total M]
-//                            [--warmup W] [--template T] [--json FILE]
+//                            [--burst B] [--warmup W] [--template T] [--json FILE]
 //
 // Phases: W warm-up lifecycles (not counted); N sequential lifecycles; M
-// lifecycles by C concurrent workers. Before and after the concurrent phase it
-// reads the server's GET /metrics (Prometheus text) to get the creates the
-// server completed and its own create time, so creates/s is the server's
-// count over the phase's wall time. Environment as for the SDK: E2B_API_URL,
+// lifecycles by C concurrent workers; then a create burst: B creates by C
+// workers with nothing else running, the sandboxes killed after. Around the
+// concurrent phase and the burst it reads the server's GET /metrics
+// (Prometheus text): the creates the server completed and its own mean
+// create time, so creates/s is the server's count over the phase's wall time. Environment as for the SDK: E2B_API_URL,
 // E2B_SANDBOX_URL, E2B_API_KEY. Prints a table; --json writes the raw numbers.
 import { createRequire } from 'node:module';
 import { writeFileSync } from 'node:fs';
@@ -19,10 +20,10 @@ import { performance } from 'node:perf_hooks';
 const args = process.argv.slice(2);
 const prefix = args.shift();
 if (!prefix) {
-  console.error('usage: node serve_sdk.mjs SDK_PREFIX [--seq N] [--conc C] [--total M] [--warmup W] [--template T] [--json FILE]');
+  console.error('usage: node serve_sdk.mjs SDK_PREFIX [--seq N] [--conc C] [--total M] [--burst B] [--warmup W] [--template T] [--json FILE]');
   process.exit(2);
 }
-const opt = { seq: 200, conc: 32, total: 320, warmup: 5, template: '', json: '' };
+const opt = { seq: 200, conc: 32, total: 320, burst: 128, warmup: 5, template: '', json: '' };
 while (args.length) {
   const k = args.shift().replace(/^--/, '');
   if (!(k in opt)) {
@@ -131,26 +132,70 @@ function summarize(name, conc, ph) {
   };
 }
 
-console.log(`# e2b@${VERSION} against ${API}: warmup ${opt.warmup}, sequential ${opt.seq}, ${opt.total} at concurrency ${opt.conc}`);
+// Server-side view of a phase from two /metrics snapshots.
+function serverSide(m0, m1, wall) {
+  const c = /^sbx_serve_sandbox_creates_total(\{.*\})?$/;
+  const out = { metrics: !!(m0 && m1) };
+  const c0 = pick(m0, c);
+  const c1 = pick(m1, c);
+  if (c0 !== undefined && c1 !== undefined) {
+    out.creates = c1 - c0;
+    out.creates_per_s = out.creates / wall;
+  }
+  const s0 = pick(m0, /^sbx_serve_create_seconds_sum$/);
+  const s1 = pick(m1, /^sbx_serve_create_seconds_sum$/);
+  const n0 = pick(m0, /^sbx_serve_create_seconds_count$/);
+  const n1 = pick(m1, /^sbx_serve_create_seconds_count$/);
+  if ([s0, s1, n0, n1].every((x) => x !== undefined) && n1 > n0) out.create_mean_ms = ((s1 - s0) / (n1 - n0)) * 1000;
+  return out;
+}
+
+// B creates by C workers, nothing else running; kills after the clock stops.
+async function burst(n, conc) {
+  const sbs = [];
+  const errors = [];
+  const lat = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: conc }, async () => {
+      while (next < n) {
+        next++;
+        const t = performance.now();
+        try {
+          sbs.push(opt.template ? await Sandbox.create(opt.template) : await Sandbox.create());
+          lat.push(performance.now() - t);
+        } catch (err) {
+          errors.push(err?.message || String(err));
+        }
+      }
+    }),
+  );
+  const wall = (performance.now() - t0) / 1000;
+  let i = 0;
+  await Promise.all(
+    Array.from({ length: conc }, async () => {
+      while (i < sbs.length) await sbs[i++].kill().catch((err) => errors.push(`kill: ${err.message}`));
+    }),
+  );
+  return { n: sbs.length, errors, wall, create: stats(lat) };
+}
+
+console.log(`# e2b@${VERSION} against ${API}: warmup ${opt.warmup}, sequential ${opt.seq}, ${opt.total} at concurrency ${opt.conc}, burst of ${opt.burst} creates`);
 await phase(opt.warmup, 1);
 const seq = summarize('sequential', 1, await phase(opt.seq, 1));
 const m0 = await metrics();
 const cph = await phase(opt.total, opt.conc);
 const m1 = await metrics();
 const con = summarize(`concurrency ${opt.conc}`, opt.conc, cph);
-const creates0 = pick(m0, /^sbx_serve_creates_total$|^sbx_serve_creates_total\{/);
-const creates1 = pick(m1, /^sbx_serve_creates_total$|^sbx_serve_creates_total\{/);
-const server = {
-  metrics: !!(m0 && m1),
-  creates: creates1 !== undefined && creates0 !== undefined ? creates1 - creates0 : undefined,
-};
-if (server.creates !== undefined) server.creates_per_s = server.creates / cph.wall;
-const sum0 = pick(m0, /create_seconds_sum/);
-const sum1 = pick(m1, /create_seconds_sum/);
-const cnt0 = pick(m0, /create_seconds_count/);
-const cnt1 = pick(m1, /create_seconds_count/);
-if ([sum0, sum1, cnt0, cnt1].every((x) => x !== undefined) && cnt1 > cnt0)
-  server.create_mean_ms = ((sum1 - sum0) / (cnt1 - cnt0)) * 1000;
+con.server = serverSide(m0, m1, cph.wall);
+let bst = { n: 0, errors: [], wall: 0 };
+if (opt.burst > 0) {
+  const b0 = await metrics();
+  bst = await burst(opt.burst, opt.conc);
+  const b1 = await metrics();
+  bst.server = serverSide(b0, b1, bst.wall);
+}
 
 const f = (x) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
 console.log('');
@@ -161,13 +206,16 @@ for (const r of [seq, con])
     `| ${r.name} | ${r.n} | ${r.errors} | ${f(r.total.p50)} | ${f(r.total.p99)} | ${f(r.total.max)} | ${f(r.create.p50)} | ${f(r.run.p50)} | ${f(r.kill.p50)} | ${f(r.lifecycles_per_s)} |`,
   );
 console.log('');
-console.log(
-  `server (GET /metrics over the concurrent phase): ${server.creates ?? 'n/a'} creates in ${f(cph.wall)} s = ${f(server.creates_per_s)} creates/s; server-side create mean ${f(server.create_mean_ms)} ms`,
-);
-if (cph.errors.length || seq.errors) {
-  const all = [...cph.errors];
-  console.log(`errors (first 5): ${all.slice(0, 5).join(' | ')}`);
+const sv = con.server;
+console.log(`server, concurrent phase: ${sv.creates ?? 'n/a'} creates in ${f(cph.wall)} s = ${f(sv.creates_per_s)} creates/s; mean server-side create ${f(sv.create_mean_ms)} ms`);
+if (opt.burst > 0) {
+  const bs = bst.server;
+  console.log(
+    `server, create burst (${opt.burst} creates, ${opt.conc} at a time, no commands): ${bs.creates ?? 'n/a'} creates in ${f(bst.wall)} s = ${f(bs.creates_per_s)} creates/s; mean server-side create ${f(bs.create_mean_ms)} ms; client create p50 ${f(bst.create?.p50)} ms, p99 ${f(bst.create?.p99)} ms`,
+  );
 }
-const result = { sdk: VERSION, api: API, options: opt, sequential: seq, concurrent: con, server };
+const allErrors = [...cph.errors, ...bst.errors];
+if (seq.errors || allErrors.length) console.log(`errors (first 5): ${allErrors.slice(0, 5).join(' | ')}`);
+const result = { sdk: VERSION, api: API, options: opt, sequential: seq, concurrent: con, burst: bst };
 if (opt.json) writeFileSync(opt.json, JSON.stringify(result, null, 2) + '\n');
-process.exit(seq.errors || con.errors ? 1 : 0);
+process.exit(seq.errors || con.errors || bst.errors.length ? 1 : 0);

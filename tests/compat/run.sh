@@ -67,8 +67,8 @@ fi || { echo "compat: building the image 'bash' failed"; exit 1; }
 
 # Start the server on a free loopback port and wait for its ready line.
 log=$work/server.log
-"$sbx" serve --listen 127.0.0.1 --port 0 --state-dir "$state" --default-template bash \
-  --access-log >"$log" 2>&1 &
+"$sbx" serve --listen 127.0.0.1:0 --state-dir "$state" --default-template bash \
+  >"$log" 2>&1 &
 server_pid=$!
 url= keyfile=
 for _ in $(seq 1 300); do

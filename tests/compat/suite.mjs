@@ -5,7 +5,7 @@
 //
 // Environment: E2B_API_URL and E2B_SANDBOX_URL (both the server's base URL),
 // E2B_API_KEY (the server's key). Optional: SBX_COMPAT_TEMPLATE (template of
-// the extra sandboxes, default "base"), SBX_COMPAT_LARGE_MB (default 64).
+// the extra sandboxes, default "base"), SBX_COMPAT_LARGE_MB (default 32).
 //
 // Every check prints one line, PASS / FAIL / SKIP (skips always say why). The
 // suite stops at the first failure, printing what it got and what it expected,
@@ -29,7 +29,7 @@ if (!API || !process.env.E2B_SANDBOX_URL || !KEY) {
   console.error('suite: set E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY');
   process.exit(2);
 }
-const LARGE_MB = Number(process.env.SBX_COMPAT_LARGE_MB || 64);
+const LARGE_MB = Number(process.env.SBX_COMPAT_LARGE_MB || 32);
 const CHECK_TIMEOUT_MS = 180_000;
 
 // ---- loading the SDK --------------------------------------------------------
