@@ -13,10 +13,11 @@
 #include "runtime_int.h"
 
 extern const sbx_provider_ops sbx_provider_local;
+extern const sbx_provider_ops sbx_provider_e2b;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static const sbx_provider_ops *table[SBX_MAX_PROVIDERS] = { &sbx_provider_local };
-static size_t n_table = 1;
+static const sbx_provider_ops *table[SBX_MAX_PROVIDERS] = { &sbx_provider_local, &sbx_provider_e2b };
+static size_t n_table = 2;
 
 int sbx_provider_register(const sbx_provider_ops *ops, sbx_error **err)
 {

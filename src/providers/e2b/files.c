@@ -1,0 +1,397 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * File transfer through envd: whole files with POST /files (multipart, one
+ * part named `file`) and GET /files, as root. Trees (and single files, so
+ * modes survive) are uploaded as one tar and unpacked by a command in the
+ * sandbox; downloads of trees are a tar made by a command, fetched and
+ * unpacked here with libarchive's secure flags (no absolute paths, no "..",
+ * no writing through symlinks). Placement follows cp: into DST when it is
+ * an existing directory, else as DST.
+ */
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "../../util/alloc.h"
+#include "../../util/cleanup.h"
+#include "../../util/fs.h"
+#include "../../util/str.h"
+#include "e2b_int.h"
+
+#define XFER_TIMEOUT_MS (30L * 60 * 1000)
+#define CMD_TIMEOUT_S 600
+
+void sbx__e2b_multipart(char **prefix, size_t *plen, char **suffix, size_t *slen, char *ctype,
+			size_t ctype_len, const char *filename)
+{
+	char bnd[33];
+	sbx__random_hex(bnd, 32);
+	sbx_buf f;
+	sbx__buf_init(&f, strlen(filename) * 3 + 1);
+	for (const char *p = filename; *p; p++) {
+		if (*p == '"' || *p == '\r' || *p == '\n')
+			sbx__buf_printf(&f, "%%%02X", (unsigned char)*p);
+		else
+			sbx__buf_append(&f, p, 1);
+	}
+	_cleanup_free_ char *fn = sbx__buf_steal(&f, NULL);
+	*prefix = xasprintf("--sbx%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"%s\"\r\n"
+			    "Content-Type: application/octet-stream\r\n\r\n", bnd, fn);
+	*plen = strlen(*prefix);
+	*suffix = xasprintf("\r\n--sbx%s--\r\n", bnd);
+	*slen = strlen(*suffix);
+	snprintf(ctype, ctype_len, "multipart/form-data; boundary=sbx%s", bnd);
+}
+
+static char *files_url(const struct e2b_conn *c, const char *path)
+{
+	_cleanup_free_ char *ep = sbx__e2b_urlenc(path);
+	return xasprintf("%s/files?path=%s&username=root", c->base, ep);
+}
+
+/* POST /files with data from memory (fd < 0) or from fd (len bytes). */
+static int post_file(const struct e2b_conn *c, const char *path, const void *data, size_t len, int fd,
+		     sbx_error **err)
+{
+	char *prefix, *suffix, ctype[128];
+	size_t plen, slen;
+	sbx__e2b_multipart(&prefix, &plen, &suffix, &slen, ctype, sizeof(ctype), path);
+	_cleanup_free_ char *url = files_url(c, path);
+	struct curl_slist *h = sbx__e2b_envd_headers(c, ctype, NULL, 0, 0);
+	sbx_buf resp;
+	sbx__buf_init(&resp, 1u << 20);
+	struct e2b_req rq = { .method = "POST", .url = url, .headers = h, .body_fd = -1,
+			      .timeout_ms = XFER_TIMEOUT_MS, .resp = &resp };
+	_cleanup_free_ char *body = NULL;
+	if (fd >= 0) {
+		rq.body_fd = fd;
+		rq.prefix = prefix, rq.prefix_len = plen;
+		rq.suffix = suffix, rq.suffix_len = slen;
+		rq.fd_len = (off_t)len;
+	} else {
+		body = xmalloc(plen + len + slen);
+		memcpy(body, prefix, plen);
+		if (len)
+			memcpy(body + plen, data, len);
+		memcpy(body + plen + len, suffix, slen);
+		rq.body = body;
+		rq.body_len = plen + len + slen;
+	}
+	int r = sbx__e2b_http(&rq, err);
+	sbx__e2b_headers_free(h);
+	free(prefix);
+	free(suffix);
+	_cleanup_free_ char *what = xasprintf("write %s in sandbox %s", path, c->id);
+	if (r < 0)
+		sbx_error_prefix(err, r, "%s", what);
+	else
+		r = sbx__e2b_map_http(rq.status, resp.data, resp.len, what, err);
+	sbx__buf_free(&resp);
+	return r;
+}
+
+int sbx__e2b_write(struct e2b_sb *sb, const char *path, const void *data, size_t len, unsigned mode,
+		   sbx_error **err)
+{
+	int r = post_file(&sb->conn, path, data, len, -1, err);
+	if (r == 0 && mode && (mode & 07777) != 0644) {
+		_cleanup_free_ char *q = sbx__e2b_shq(path);
+		_cleanup_free_ char *cmd = xasprintf("chmod %o %s", mode & 07777, q);
+		r = sbx__e2b_root_sh(sb, cmd, CMD_TIMEOUT_S, err);
+	}
+	return r;
+}
+
+
+static int to_fd(const char *d, size_t n, void *u)
+{
+	int fd = *(int *)u;
+	return sbx__write_all(fd, d, n);
+}
+
+/* GET /files into a bounded buffer or an fd. */
+static int get_file(sbx_buf *into, int fd, const struct e2b_conn *c, const char *path, sbx_error **err)
+{
+	_cleanup_free_ char *url = files_url(c, path);
+	struct curl_slist *h = sbx__e2b_envd_headers(c, NULL, NULL, 0, 0);
+	struct e2b_req rq = { .method = "GET", .url = url, .headers = h, .body_fd = -1,
+			      .timeout_ms = XFER_TIMEOUT_MS, .resp = into };
+	if (fd >= 0) {
+		rq.on_data = to_fd;
+		rq.payload = &fd;
+	}
+	int r = sbx__e2b_http(&rq, err);
+	sbx__e2b_headers_free(h);
+	_cleanup_free_ char *what = xasprintf("read %s in sandbox %s", path, c->id);
+	if (r == -E2BIG)
+		return sbx_error_set(err, -EFBIG, "e2b: %s: larger than %zu bytes", what, into->max - 1);
+	if (r < 0)
+		return sbx_error_prefix(err, r, "%s", what);
+	if (rq.status != 200) {
+		const char *b = into ? into->data : NULL;
+		size_t bl = into ? into->len : 0;
+		r = sbx__e2b_map_http(rq.status, b, bl, what, err);
+		if (r == -EINVAL && rq.status == 400 && err && *err && strstr((*err)->msg, "director"))
+			(*err)->code = r = -EISDIR;
+	}
+	return r;
+}
+
+int sbx__e2b_read(void **data_out, size_t *len_out, struct e2b_sb *sb, const char *path, size_t max,
+		  sbx_error **err)
+{
+	sbx_buf b;
+	sbx__buf_init(&b, max + 1);
+	int r = get_file(&b, -1, &sb->conn, path, err);
+	if (r == 0 && b.len > max)
+		r = sbx_error_set(err, -EFBIG, "e2b: read %s: larger than %zu bytes", path, max);
+	if (r < 0) {
+		sbx__buf_free(&b);
+		return r;
+	}
+	*data_out = sbx__buf_steal(&b, len_out);
+	return 0;
+}
+
+/* ---- trees ---- */
+
+static int tmpfile_fd(sbx_error **err)
+{
+	const char *d = getenv("TMPDIR");
+	int fd = open(d && *d ? d : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sbx_error_setsys(err, -errno, errno, "e2b: temporary file");
+	return fd;
+}
+
+static void add_entry(struct archive *a, struct archive *disk, const char *host, const char *name,
+		      int *r, sbx_error **err)
+{
+	if (*r < 0)
+		return;
+	struct archive_entry *e = archive_entry_new();
+	archive_entry_copy_sourcepath(e, host);
+	if (archive_read_disk_entry_from_file(disk, e, -1, NULL) != ARCHIVE_OK) {
+		*r = sbx_error_set(err, -ENOENT, "upload: %s: %s", host, archive_error_string(disk));
+		archive_entry_free(e);
+		return;
+	}
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_uid(e, 0);
+	archive_entry_set_gid(e, 0);
+	archive_entry_set_uname(e, "root");
+	archive_entry_set_gname(e, "root");
+	struct stat st = *archive_entry_stat(e);
+	if (archive_write_header(a, e) != ARCHIVE_OK) {
+		*r = sbx_error_set(err, -EIO, "upload: tar %s: %s", host, archive_error_string(a));
+	} else if (S_ISREG(st.st_mode)) {
+		_cleanup_close_ int fd = open(host, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		char buf[65536];
+		ssize_t n;
+		while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
+			if (archive_write_data(a, buf, (size_t)n) < 0)
+				break;
+	}
+	archive_entry_free(e);
+	if (*r == 0 && S_ISDIR(st.st_mode)) {
+		_cleanup_closedir_ DIR *d = opendir(host);
+		struct dirent *de;
+		while (d && (de = readdir(d)) && *r == 0) {
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			_cleanup_free_ char *h2 = xasprintf("%s/%s", host, de->d_name);
+			_cleanup_free_ char *n2 = xasprintf("%s/%s", name, de->d_name);
+			add_entry(a, disk, h2, n2, r, err);
+		}
+	}
+}
+
+int sbx__e2b_tar_path(int *fd_out, off_t *len_out, const char *src, const char *name, int gzip,
+		      sbx_error **err)
+{
+	int fd = tmpfile_fd(err);
+	if (fd < 0)
+		return fd;
+	struct archive *a = archive_write_new();
+	archive_write_set_format_pax_restricted(a);
+	if (gzip)
+		archive_write_add_filter_gzip(a);
+	struct archive *disk = archive_read_disk_new();
+	archive_read_disk_set_standard_lookup(disk);
+	archive_read_disk_set_symlink_physical(disk);
+	int r = 0;
+	if (archive_write_open_fd(a, fd) != ARCHIVE_OK)
+		r = sbx_error_set(err, -EIO, "upload: tar: %s", archive_error_string(a));
+	add_entry(a, disk, src, name, &r, err);
+	if (archive_write_close(a) != ARCHIVE_OK && r == 0)
+		r = sbx_error_set(err, -EIO, "upload: tar: %s", archive_error_string(a));
+	archive_write_free(a);
+	archive_read_free(disk);
+	struct stat st;
+	if (r == 0 && fstat(fd, &st) < 0)
+		r = sbx_error_setsys(err, -errno, errno, "upload: tar");
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	*fd_out = fd;
+	*len_out = st.st_size;
+	return 0;
+}
+
+static char *base_name(const char *p)
+{
+	_cleanup_free_ char *c = xstrdup(p);
+	size_t n = strlen(c);
+	while (n > 1 && c[n - 1] == '/')
+		c[--n] = '\0';
+	const char *s = strrchr(c, '/');
+	return xstrdup(s ? s + 1 : c);
+}
+
+int sbx__e2b_upload(struct e2b_sb *sb, const char *src, const char *dst, sbx_error **err)
+{
+	struct stat st;
+	if (lstat(src, &st) < 0)
+		return sbx_error_setsys(err, -errno, errno, "upload: %s", src);
+	_cleanup_free_ char *name = base_name(src);
+	_cleanup_close_ int fd = -1;
+	off_t len = 0;
+	int r = sbx__e2b_tar_path(&fd, &len, src, name, 0, err);
+	if (r < 0)
+		return r;
+	char hex[17];
+	sbx__random_hex(hex, 16);
+	_cleanup_free_ char *tmp = xasprintf("/tmp/.sbx-upload-%s.tar", hex);
+	r = post_file(&sb->conn, tmp, NULL, (size_t)len, fd, err);
+	if (r < 0)
+		return sbx_error_prefix(err, r, "upload %s", src);
+	_cleanup_free_ char *qd = sbx__e2b_shq(dst), *qn = sbx__e2b_shq(name);
+	_cleanup_free_ char *cmd = xasprintf(
+		"t=%s; d=%s; n=%s; "
+		"if [ -d \"$d\" ] && [ ! -L \"$d\" ]; then tar -xpf \"$t\" -C \"$d\"; s=$?; "
+		"else p=$(dirname \"$d\"); mkdir -p \"$p\" && x=$(mktemp -d \"$p/.sbx-up-XXXXXX\") && "
+		"tar -xpf \"$t\" -C \"$x\" && { [ ! -d \"$d\" ] || [ -L \"$d\" ] || rm -rf \"$d\"; } && "
+		"mv -f \"$x/$n\" \"$d\"; s=$?; rm -rf \"$x\"; fi; rm -f \"$t\"; exit $s",
+		tmp, qd, qn);
+	r = sbx__e2b_root_sh(sb, cmd, CMD_TIMEOUT_S, err);
+	return r < 0 ? sbx_error_prefix(err, r, "upload %s to %s", src, dst) : 0;
+}
+
+/* Unpacks tar fd under directory DIR (host), refusing unsafe entries. */
+static int untar(int fd, const char *dir, sbx_error **err)
+{
+	struct archive *a = archive_read_new();
+	archive_read_support_filter_all(a);
+	archive_read_support_format_tar(a);
+	struct archive *w = archive_write_disk_new();
+	archive_write_disk_set_options(w, ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
+						  ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME);
+	int r = 0;
+	lseek(fd, 0, SEEK_SET);
+	if (archive_read_open_fd(a, fd, 65536) != ARCHIVE_OK) {
+		r = sbx_error_set(err, -EIO, "download: tar: %s", archive_error_string(a));
+		goto out;
+	}
+	struct archive_entry *e;
+	int h;
+	while ((h = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+		const char *p = archive_entry_pathname(e);
+		if (!p || p[0] == '/' || strstr(p, "..")) {
+			r = sbx_error_set(err, -EPERM, "download: unsafe path in the sandbox's tar");
+			goto out;
+		}
+		_cleanup_free_ char *full = xasprintf("%s/%s", dir, p);
+		archive_entry_set_pathname(e, full);
+		const char *hl = archive_entry_hardlink(e);
+		if (hl) {
+			if (hl[0] == '/' || strstr(hl, "..")) {
+				r = sbx_error_set(err, -EPERM, "download: unsafe link in the sandbox's tar");
+				goto out;
+			}
+			_cleanup_free_ char *hf = xasprintf("%s/%s", dir, hl);
+			archive_entry_set_hardlink(e, hf);
+		}
+		if (archive_write_header(w, e) != ARCHIVE_OK) {
+			r = sbx_error_set(err, -EIO, "download: %s: %s", p, archive_error_string(w));
+			goto out;
+		}
+		const void *buf;
+		size_t size;
+		la_int64_t off;
+		while (archive_read_data_block(a, &buf, &size, &off) == ARCHIVE_OK)
+			archive_write_data_block(w, buf, size, off);
+		archive_write_finish_entry(w);
+	}
+	if (h != ARCHIVE_EOF)
+		r = sbx_error_set(err, -EIO, "download: tar: %s", archive_error_string(a));
+out:
+	archive_read_free(a);
+	archive_write_free(w);
+	return r;
+}
+
+int sbx__e2b_download(struct e2b_sb *sb, const char *src, const char *dst, sbx_error **err)
+{
+	sbx_file_info fi;
+	int r = sbx__e2b_fs_stat(&fi, &sb->conn, src, err);
+	if (r < 0)
+		return sbx_error_prefix(err, r, "download %s", src);
+	sbx_file_info_clear(&fi);
+	_cleanup_free_ char *name = base_name(src);
+	char hex[17];
+	sbx__random_hex(hex, 16);
+	_cleanup_free_ char *tmp = xasprintf("/tmp/.sbx-download-%s.tar", hex);
+	_cleanup_free_ char *qs = sbx__e2b_shq(src), *qt = sbx__e2b_shq(tmp);
+	_cleanup_free_ char *cmd = xasprintf("cd \"$(dirname %s)\" && tar -cf %s \"$(basename %s)\"", qs, qt, qs);
+	r = sbx__e2b_root_sh(sb, cmd, CMD_TIMEOUT_S, err);
+	_cleanup_close_ int fd = r == 0 ? tmpfile_fd(err) : -1;
+	if (r == 0 && fd < 0)
+		r = fd;
+	if (r == 0)
+		r = get_file(NULL, fd, &sb->conn, tmp, err);
+	_cleanup_free_ char *rm = xasprintf("rm -f %s", qt);
+	sbx__e2b_root_sh(sb, rm, CMD_TIMEOUT_S, NULL);
+	if (r < 0)
+		return sbx_error_prefix(err, r, "download %s", src);
+	/* Unpack beside DST, then move into place (cp placement). */
+	_cleanup_free_ char *dcopy = xstrdup(dst);
+	size_t dn = strlen(dcopy);
+	while (dn > 1 && dcopy[dn - 1] == '/')
+		dcopy[--dn] = '\0';
+	struct stat st;
+	int into = stat(dcopy, &st) == 0 && S_ISDIR(st.st_mode);
+	_cleanup_free_ char *parent = into ? xstrdup(dcopy) : NULL;
+	if (!parent) {
+		char *slash = strrchr(dcopy, '/');
+		parent = slash == dcopy ? xstrdup("/") : slash ? xstrndup(dcopy, (size_t)(slash - dcopy)) : xstrdup(".");
+		r = sbx__mkdir_p(parent, 0755, err);
+		if (r < 0)
+			return r;
+	}
+	_cleanup_free_ char *stage = xasprintf("%s/.sbx-dl-%s", parent, hex);
+	if (mkdir(stage, 0700) < 0)
+		return sbx_error_setsys(err, -errno, errno, "download to %s", dst);
+	r = untar(fd, stage, err);
+	_cleanup_free_ char *from = xasprintf("%s/%s", stage, name);
+	_cleanup_free_ char *to = into ? xasprintf("%s/%s", dcopy, name) : xstrdup(dcopy);
+	if (r == 0 && rename(from, to) < 0) {
+		if (errno == ENOTEMPTY || errno == EEXIST || errno == EISDIR) {
+			sbx__rm_rf(to, NULL);
+			if (rename(from, to) < 0)
+				r = sbx_error_setsys(err, -errno, errno, "download to %s", to);
+		} else {
+			r = sbx_error_setsys(err, -errno, errno, "download to %s", to);
+		}
+	}
+	sbx__rm_rf(stage, NULL);
+	return r;
+}
