@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the image "bash" the compatibility suite creates sandboxes from:
 # the host's /bin/bash with the libraries it links, busybox-static for the
-# usual tools, root and user (1000, /home/user) accounts. No download.
+# usual tools, root and user (1000, /home/user) accounts. No download. The
+# rootfs comes from tests/support/mk-bash-rootfs.sh (shared with the server's
+# integration tests) when it exists, else from the same recipe below.
 #   SBX_IMAGE_DIR=DIR tests/compat/mkimage.sh SBX [NAME]
 # Skips the import when NAME already exists in the store.
 set -euo pipefail
@@ -16,6 +18,12 @@ fi
 
 root=$(mktemp -d /tmp/sbx-compat-root.XXXXXX)
 trap 'rm -rf "$root"' EXIT
+helper=$(cd "$(dirname "${BASH_SOURCE[0]}")/../support" 2>/dev/null && pwd)/mk-bash-rootfs.sh
+if [ -f "$helper" ]; then
+  sh "$helper" "$root"
+  "$sbx" image import "$name" "$root" >/dev/null
+  exit 0
+fi
 mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc,root,home/user,tmp,dev,proc,sys,run,var/tmp}
 chmod 1777 "$root/tmp" "$root/var/tmp"
 cp /bin/busybox "$root/bin/busybox"

@@ -57,13 +57,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The image behind the default template: the server's helper when it exists,
-# otherwise ours (same recipe: host bash + its libraries + busybox).
-if [ -x "$here/../server/mkimage-bash.sh" ] || [ -f "$here/../server/mkimage-bash.sh" ]; then
-  bash "$here/../server/mkimage-bash.sh" "$sbx" bash >/dev/null
-else
-  bash "$here/mkimage.sh" "$sbx" bash
-fi || { echo "compat: building the image 'bash' failed"; exit 1; }
+# The image behind the default template: host bash + its libraries + busybox.
+bash "$here/mkimage.sh" "$sbx" bash || { echo "compat: building the image 'bash' failed"; exit 1; }
 
 # Start the server on a free loopback port and wait for its ready line.
 log=$work/server.log
