@@ -114,7 +114,10 @@ int sbx__write_all(int fd, const void *buf, size_t len)
 int sbx__write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
 			   sbx_error **err)
 {
-	_cleanup_free_ char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
+	/* Unique per thread as well as per process: two threads may write the
+	 * same path (the last rename wins; neither sees a torn file). */
+	static _Atomic unsigned seq;
+	_cleanup_free_ char *tmp = xasprintf("%s.tmp.%d.%ld.%u", path, (int)getpid(), (long)gettid(), seq++);
 	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	if (fd < 0)
 		return sbx_error_setsys(err, -errno, errno, "create %s", tmp);
