@@ -66,9 +66,12 @@ static const char pull_usage[] =
 	"  --json    print the pulled image (with the digest it resolved to) as JSON\n";
 
 static const char ls_usage[] =
-	"usage: sbx image ls [--json]\n\n"
-	"Lists images: name, id, layers, size on disk, creation time.\n\n"
+	"usage: sbx image ls [--all] [--json]\n\n"
+	"Lists images: name, id, layers, size on disk (shared layers counted in each\n"
+	"image), creation time. Template-build cache records (sbx-cache/...) are hidden\n"
+	"unless --all is given.\n\n"
 	"options:\n"
+	"  --all     also list the template-build cache records\n"
 	"  --json    print a JSON array\n";
 
 static const char rm_usage[] =
@@ -348,9 +351,23 @@ static int image_pull(int argc, char **argv)
 	return EXIT_OK;
 }
 
+static bool is_cache(const sbx_image *img)
+{
+	return strncmp(img->name, "sbx-cache/", 10) == 0;
+}
+
 static int image_ls(int argc, char **argv)
 {
 	struct opts o;
+	bool all = false;
+	int k = 0;
+	for (int i = 0; i < argc; i++) {
+		if (i > 0 && (!strcmp(argv[i], "--all") || !strcmp(argv[i], "-a")))
+			all = true;
+		else
+			argv[k++] = argv[i];
+	}
+	argc = k;
 	int r = parse(argc, argv, ls_usage, false, &o);
 	if (r)
 		return r < 0 ? EXIT_OK : r;
@@ -369,21 +386,29 @@ static int image_ls(int argc, char **argv)
 	if (o.json) {
 		json_t *a = json_array();
 		for (size_t i = 0; i < n; i++)
-			json_array_append_new(a, image_json(v[i], false));
+			if (all || !is_cache(v[i]))
+				json_array_append_new(a, image_json(v[i], false));
 		print_json(a);
 	} else {
 		int w = 4;
+		size_t hidden = 0;
 		for (size_t i = 0; i < n; i++)
-			if ((int)strlen(v[i]->name) > w)
+			if ((int)strlen(v[i]->name) > w && (all || !is_cache(v[i])))
 				w = (int)strlen(v[i]->name);
 		printf("%-*s  %-19s  %6s  %10s  %s\n", w, "NAME", "ID", "LAYERS", "SIZE", "CREATED");
 		for (size_t i = 0; i < n; i++) {
 			char size[32], when[32], id[20];
+			if (!all && is_cache(v[i])) {
+				hidden++;
+				continue;
+			}
 			format_size(size, sizeof(size), v[i]->size);
 			format_time(when, sizeof(when), v[i]->created);
 			printf("%-*s  %-19s  %6zu  %10s  %s\n", w, v[i]->name, short_id(v[i]->id, id),
 			       v[i]->n_layers, size, when);
 		}
+		if (hidden)
+			fprintf(stderr, "(%zu template-build cache records hidden; --all lists them)\n", hidden);
 	}
 	sbx_image_list_free(v, n);
 	sbx_runtime_free(rt);
