@@ -9,6 +9,7 @@ build=(build-essential pkg-config meson ninja-build
        libarchive-dev libssl-dev libsqlite3-dev libcriterion-dev musl-tools)
 runtime=(busybox-static debootstrap iproute2 procps docker-registry skopeo apache2-utils)
 bench=(bubblewrap crun)
+command -v node >/dev/null && command -v npm >/dev/null || runtime+=(nodejs npm) # tests/compat: the e2b npm SDK
 
 want=("${build[@]}" "${runtime[@]}")
 case "${1:-}" in
