@@ -15,7 +15,7 @@
 #include "util/str.h"
 
 static const char bake_usage[] =
-	"usage: sbx bake TASKS_DIR (--tasks A,B,... | --all) [--force] [--jobs N]\n\n"
+	"usage: sbx bake TASKS_DIR (--tasks A,B,... | --all) [--force] [--jobs N] [--backend B]\n\n"
 	"Builds (or finds) the image of each Harbor task so episodes start without a\n"
 	"build: docker_image when it is in the store, else a template build of\n"
 	"environment/ (cached: an unchanged task is never built twice), else a pull.\n"
@@ -24,7 +24,9 @@ static const char bake_usage[] =
 	"  --tasks A,B,...   tasks (directory names under TASKS_DIR)\n"
 	"  --all             every task under TASKS_DIR\n"
 	"  --force           rebuild from environment/ even if cached or prebuilt\n"
-	"  --jobs N          builds at a time (default 2)\n\n"
+	"  --jobs N          builds at a time (default 2)\n"
+	"  --backend B       where the images go: local (the store), or e2b/agentenv\n"
+	"                    (E2B templates built through the endpoint's build API)\n\n"
 	"exit status: 0 when every image is ready, 1 otherwise, 2 on bad arguments.\n";
 
 struct bake {
@@ -53,9 +55,10 @@ int cmd_bake(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' }, { "tasks", required_argument, NULL, 't' },
 		{ "all", no_argument, NULL, 'a' }, { "force", no_argument, NULL, 'f' },
-		{ "jobs", required_argument, NULL, 'j' }, { NULL, 0, NULL, 0 },
+		{ "jobs", required_argument, NULL, 'j' }, { "backend", required_argument, NULL, 'b' },
+		{ NULL, 0, NULL, 0 },
 	};
-	const char *list = NULL;
+	const char *list = NULL, *backend = NULL;
 	bool all = false;
 	int force = 0;
 	long jobs = 2;
@@ -69,6 +72,7 @@ int cmd_bake(int argc, char **argv)
 		case 't': list = optarg; break;
 		case 'a': all = true; break;
 		case 'f': force = 1; break;
+		case 'b': backend = optarg; break;
 		case 'j':
 			jobs = strtol(optarg, &end, 10);
 			if (*end || end == optarg || jobs < 1 || jobs > 64)
@@ -80,6 +84,16 @@ int cmd_bake(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return cli_usage_error("bake", "expected one TASKS_DIR");
+	if (backend) {
+		/* The canonical name becomes the runtime's default: image
+		 * resolution follows it (e2b: templates on the endpoint). */
+		char *canon = NULL;
+		sbx_error *berr = NULL;
+		if (sbx_backend_resolve(&canon, backend, &berr) < 0)
+			return cli_fail("bake", berr);
+		setenv("SBX_BACKEND", canon, 1);
+		free(canon);
+	}
 	const char *dir = argv[optind];
 	char **names = NULL;
 	int r = cli_select_tasks(&names, "bake", dir, list, all);

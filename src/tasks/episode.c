@@ -15,9 +15,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <sbx/backend.h>
 #include <sbx/image.h>
 #include <sbx/template.h>
 
+#include "providers/e2b/e2b_template.h"
 #include "tasks/task_int.h"
 #include "util/alloc.h"
 #include "util/cleanup.h"
@@ -55,10 +57,44 @@ double sbx__episode_default_max_s(void)
 
 /* ---- image resolution ---- */
 
+/* Images for the e2b backend (alias agentenv) are E2B templates, built on
+ * the endpoint through its template build API (docs/providers.md). The
+ * backend is the episode's provider, else the one the environment names. */
+static int for_e2b(const char *provider)
+{
+	if (provider)
+		return sbx__e2b_backend_is(provider);
+	char *b = NULL;
+	int is = sbx_backend_resolve(&b, NULL, NULL) == 0 && sbx__e2b_backend_is(b);
+	free(b);
+	return is;
+}
+
+static int resolve_e2b(sbx_task_image *out, sbx_runtime *rt, const sbx_task *t, int force,
+		       double timeout_s, sbx_output_fn on_output, void *payload, sbx_error **err)
+{
+	_cleanup_free_ char *ctx = t->has_dockerfile ? xasprintf("%s/environment", t->dir) : NULL;
+	struct sbx_e2b_template_opts o = { .context_dir = ctx, .docker_image = t->docker_image,
+					   .slug = t->name, .cpus = t->cpus, .memory_mb = t->memory_mb,
+					   .timeout_s = timeout_s, .force = force, .on_output = on_output,
+					   .payload = payload };
+	double t0 = sbx__now_mono();
+	int cached = 0;
+	int r = sbx__e2b_template_ensure(&out->image, &cached, rt, &o, err);
+	if (r < 0)
+		return sbx_error_prefix(err, r, "e2b template of %s", t->dir);
+	out->how = xstrdup(cached ? "cached" : "built");
+	out->seconds = sbx__now_mono() - t0;
+	return 0;
+}
+
 static int resolve(sbx_task_image *out, sbx_runtime *rt, const sbx_task *t, int force,
-		   double timeout_s, sbx_output_fn on_output, void *payload, sbx_error **err)
+		   double timeout_s, sbx_output_fn on_output, void *payload, const char *provider,
+		   sbx_error **err)
 {
 	memset(out, 0, sizeof(*out));
+	if (for_e2b(provider))
+		return resolve_e2b(out, rt, t, force, timeout_s, on_output, payload, err);
 	double t0 = sbx__now_mono();
 	if (force && !t->has_dockerfile)
 		force = 0;
@@ -104,7 +140,8 @@ int sbx_task_resolve_image(sbx_task_image *out, sbx_runtime *rt, const sbx_task 
 			   int force_build, sbx_output_fn on_output, void *payload,
 			   sbx_error **err)
 {
-	int r = resolve(out, rt, task, force_build, task->build_timeout_sec, on_output, payload, err);
+	int r = resolve(out, rt, task, force_build, task->build_timeout_sec, on_output, payload, NULL,
+			err);
 	if (r < 0)
 		sbx_task_image_free(out);
 	return r;
@@ -221,7 +258,7 @@ static int stage_resolve(struct ep *e, sbx_task_image *img)
 	if (r == 0) {
 		int by_clock;
 		double to = bounded(e, e->t->build_timeout_sec, &by_clock);
-		r = resolve(img, e->rt, e->t, e->o->force_build, to, NULL, NULL, &err);
+		r = resolve(img, e->rt, e->t, e->o->force_build, to, NULL, NULL, e->o->provider, &err);
 	}
 	if (r < 0) {
 		set_status(e, SBX_EPISODE_ENV_ERROR, "resolve: %s", err ? err->msg : "failed");
