@@ -262,12 +262,7 @@ static int sem_acquire(struct sbx_sem *s, const sbx_create_ctl *ctl, double dead
 		if ((r = stop_reason(ctl, deadline)) != 0)
 			break;
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		sbx__timespec_in(&ts, 0.01);
 		pthread_cond_timedwait(&s->c, &s->m, &ts);
 	}
 	if (!r)
@@ -361,12 +356,7 @@ int sbx_sandbox_create_ex(sbx_sandbox **out, sbx_runtime *rt, const sbx_sandbox_
 		pthread_mutex_lock(&a->m);
 		while (!a->done && !(why = stop_reason(ctl, deadline))) {
 			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 10 * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			sbx__timespec_in(&ts, 0.01);
 			pthread_cond_timedwait(&a->c, &a->m, &ts);
 		}
 		if (!a->done) {

@@ -49,18 +49,6 @@ static double interval(unsigned ttl)
 	return env > 0 ? env : (double)ttl / 6.0;
 }
 
-static void abs_time(struct timespec *ts, double secs_from_now)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-	double s = secs_from_now < 0 ? 0 : secs_from_now;
-	ts->tv_sec += (time_t)s;
-	ts->tv_nsec += (long)((s - (double)(time_t)s) * 1e9);
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 static void *run(void *arg)
 {
 	struct sbx_keepalive *k = arg;
@@ -75,7 +63,7 @@ static void *run(void *arg)
 				soonest = e->next;
 		if (!due) {
 			struct timespec ts;
-			abs_time(&ts, soonest - now);
+			sbx__timespec_in(&ts, soonest - now);
 			pthread_cond_timedwait(&k->c, &k->m, &ts);
 			continue;
 		}

@@ -134,11 +134,8 @@ int sbx__write_file_atomic(const char *path, const void *data, size_t len, mode_
 	return 0;
 }
 
-int sbx__read_file(char **out, size_t *len, const char *path, size_t max, sbx_error **err)
+int sbx__read_fd(char **out, size_t *len, int fd, size_t max, const char *what, sbx_error **err)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sbx_error_setsys(err, -errno, errno, "open %s", path);
 	sbx_buf b;
 	sbx__buf_init(&b, max);
 	char chunk[65536];
@@ -149,17 +146,38 @@ int sbx__read_file(char **out, size_t *len, const char *path, size_t max, sbx_er
 				continue;
 			int e = errno;
 			sbx__buf_free(&b);
-			return sbx_error_setsys(err, -e, e, "read %s", path);
+			return sbx_error_setsys(err, -e, e, "read %s", what);
 		}
 		if (n == 0)
 			break;
 		if (sbx__buf_append(&b, chunk, (size_t)n) < 0) {
 			sbx__buf_free(&b);
-			return sbx_error_set(err, -EFBIG, "%s is larger than %zu bytes", path, max);
+			return sbx_error_set(err, -EFBIG, "%s is larger than %zu bytes", what, max);
 		}
 	}
 	*out = sbx__buf_steal(&b, len);
 	return 0;
+}
+
+int sbx__read_file(char **out, size_t *len, const char *path, size_t max, sbx_error **err)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sbx_error_setsys(err, -errno, errno, "open %s", path);
+	return sbx__read_fd(out, len, fd, max, path, err);
+}
+
+void sbx__timespec_in(struct timespec *ts, double secs)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	if (secs < 0)
+		secs = 0;
+	ts->tv_sec += (time_t)secs;
+	ts->tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
 }
 
 double sbx__now_mono(void)

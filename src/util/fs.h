@@ -18,8 +18,14 @@ int sbx__write_file_atomic(const char *path, const void *data, size_t len, mode_
 			   sbx_error **err);
 /* Reads a whole file up to max bytes (-EFBIG past it); *out owned, NUL-terminated. */
 int sbx__read_file(char **out, size_t *len, const char *path, size_t max, sbx_error **err);
+/* Reads fd to EOF, up to max bytes (-EFBIG past it, naming `what`); *out owned,
+ * NUL-terminated. */
+int sbx__read_fd(char **out, size_t *len, int fd, size_t max, const char *what, sbx_error **err);
 /* Writes all of buf to fd, retrying on EINTR/short writes. 0 or -errno. */
 int sbx__write_all(int fd, const void *buf, size_t len);
+/* CLOCK_REALTIME timespec `secs` from now (for pthread_cond_timedwait). */
+struct timespec;
+void sbx__timespec_in(struct timespec *ts, double secs);
 /* Monotonic and wall clocks in seconds. */
 double sbx__now_mono(void);
 double sbx__now_real(void);

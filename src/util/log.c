@@ -12,14 +12,16 @@
 #include "alloc.h"
 #include "log.h"
 
-#define MAX_SECRETS 64
+/* A long-running server registers many (per-sandbox tokens, rotated keys):
+ * grow as needed, up to a cap that bounds the per-line redaction cost. */
+#define MAX_SECRETS 8192
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static sbx_log_fn sink;
 static void *sink_payload;
 static sbx_log_level sink_max = SBX_LOG_INFO;
-static char *secrets[MAX_SECRETS];
-static size_t n_secrets;
+static char **secrets;
+static size_t n_secrets, cap_secrets;
 
 void sbx__log_set_sink(sbx_log_fn fn, void *payload, sbx_log_level max)
 {
@@ -39,7 +41,11 @@ void sbx__redact_add(const char *secret)
 	for (size_t i = 0; i < n_secrets; i++)
 		if (strcmp(secrets[i], secret) == 0)
 			goto out;
-	if (n_secrets < MAX_SECRETS)
+	if (n_secrets == cap_secrets && cap_secrets < MAX_SECRETS) {
+		cap_secrets = cap_secrets ? cap_secrets * 2 : 16;
+		secrets = xrealloc(secrets, cap_secrets * sizeof(*secrets));
+	}
+	if (n_secrets < cap_secrets)
 		secrets[n_secrets++] = xstrdup(secret);
 out:
 	pthread_mutex_unlock(&lock);

@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "../../util/alloc.h"
-#include "../../util/buf.h"
 #include "../../util/cleanup.h"
 #include "../../util/fs.h"
 #include "local_int.h"
@@ -113,27 +112,11 @@ int sbx__local_read_file(void **data_out, size_t *len_out, struct local_sb *sb, 
 	if ((uint64_t)st.st_size > max)
 		return sbx_error_set(err, -EFBIG, "read %s in sandbox %s: %lld bytes exceed the %zu-byte limit",
 				     path, sb->id, (long long)st.st_size, max);
-	sbx_buf b;
-	sbx__buf_init(&b, max);
-	char chunk[65536];
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			sbx__buf_free(&b);
-			return sbx_error_setsys(err, -e, e, "read %s", path);
-		}
-		if (n == 0)
-			break;
-		if (sbx__buf_append(&b, chunk, (size_t)n) < 0) {
-			sbx__buf_free(&b);
-			return sbx_error_set(err, -EFBIG, "read %s: grew past %zu bytes", path, max);
-		}
-	}
-	*data_out = sbx__buf_steal(&b, len_out);
-	return 0;
+	char *data = NULL;
+	int r = sbx__read_fd(&data, len_out, fd, max, path, err);
+	if (r == 0)
+		*data_out = data;
+	return r;
 }
 
 /* Copies between two open directories; `into_sandbox` picks which side is confined. */
