@@ -96,6 +96,12 @@ function withTimeout(p, ms, what) {
     }),
   ]).finally(() => clearTimeout(t));
 }
+const semverAtLeast = (v, min) => {
+  const a = v.split(/[.-]/).map(Number);
+  const b = min.split('.').map(Number);
+  for (let i = 0; i < 3; i++) if ((a[i] || 0) !== b[i]) return (a[i] || 0) > b[i];
+  return true;
+};
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function waitFor(cond, ms, what) {
   const end = Date.now() + ms;
@@ -126,11 +132,11 @@ async function check(name, fn) {
 }
 
 // ---- plain HTTP against the control plane -----------------------------------
-async function api(method, path, { key = KEY, body, headers = {} } = {}) {
+async function api(method, path, { key = KEY, body, headers = {}, duplex } = {}) {
   const h = { ...headers };
   if (key !== null) h['X-API-KEY'] = key;
   if (body !== undefined) h['Content-Type'] = 'application/json';
-  const res = await fetch(API + path, { method, headers: h, body });
+  const res = await fetch(API + path, { method, headers: h, body, ...(duplex ? { duplex } : {}) });
   const text = await res.text();
   let json;
   try {
@@ -140,6 +146,14 @@ async function api(method, path, { key = KEY, body, headers = {} } = {}) {
   }
   return { status: res.status, ctype: res.headers.get('content-type') || '', text, json, headers: res.headers };
 }
+// A request body fetch sends with Transfer-Encoding: chunked.
+const chunked = (text) =>
+  new ReadableStream({
+    start(c) {
+      c.enqueue(new TextEncoder().encode(text));
+      c.close();
+    },
+  });
 // Every live sandbox id, following X-Next-Token.
 async function listIds() {
   const ids = [];
@@ -429,7 +443,15 @@ async function main() {
       expectError(await api('POST', path, { body: '{"templateID":' }), 400, `POST ${path} malformed JSON`);
       expectError(await api('POST', path, { body: '[1,2' }), 400, `POST ${path} truncated array`);
     }
+    // The same, chunked (no Content-Length), as SDKs from about 2.30 send bodies.
+    expectError(await api('POST', '/v2/sandboxes', { body: chunked('{"templateID":'), duplex: 'half' }), 400, 'POST /v2/sandboxes malformed JSON, chunked');
     expectError(await api('POST', `/sandboxes/${sbx.sandboxId}/timeout`, { body: '{"timeout":' }), 400, 'POST timeout malformed JSON');
+    // Well-formed JSON of the wrong shape.
+    expectError(await api('POST', '/v2/sandboxes', { body: '[]' }), 400, 'POST /v2/sandboxes with an array body');
+    expectError(await api('POST', '/v2/sandboxes', { body: '{"templateID":5}' }), 400, 'POST /v2/sandboxes with a numeric templateID');
+    expectError(await api('POST', '/v2/sandboxes', { body: '{"templateID":"base","metadata":{"a":1}}' }), 400, 'POST /v2/sandboxes with a non-string metadata value');
+    expectError(await api('POST', `/sandboxes/${sbx.sandboxId}/timeout`, { body: '{"timeout":"x"}' }), 400, 'POST timeout with a string timeout');
+    expectError(await api('POST', '/v2/sandboxes', { body: '{"templateID":"sbx-compat-no-such-template"}' }), 404, 'POST /v2/sandboxes with an unknown template');
     // Unknown sandbox.
     const ghost = 'nosuchsandbox0000000';
     expectError(await api('GET', `/sandboxes/${ghost}`), 404, 'GET unknown sandbox');
@@ -470,6 +492,17 @@ async function main() {
     eq(await Sandbox.kill(sbx.sandboxId), false, 'Sandbox.kill after sbx.kill()');
     const left = await listSdk({ metadata: { compat_run: RUN } });
     eq(left.length, 0, 'sandboxes of this run left in list()');
+  });
+
+  await check('isRunning() after kill', async () => {
+    const running = await second.isRunning();
+    // SDKs before 2.14.1 send envd REST calls (GET /health) without
+    // E2b-Sandbox-Id; the server must route them by X-Access-Token. It
+    // answers them from the control plane's /health instead, so a killed
+    // sandbox reads as running. Known server bug, reported; the skip names it.
+    if (running === true && !semverAtLeast(VERSION, '2.14.1') && process.env.SBX_COMPAT_STRICT !== '1')
+      skip('known server bug: GET /health without E2b-Sandbox-Id is answered by the control plane, not routed by X-Access-Token (SBX_COMPAT_STRICT=1 makes this a failure)');
+    eq(running, false, 'isRunning() of a killed sandbox');
   });
 }
 
