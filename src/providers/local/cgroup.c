@@ -156,6 +156,18 @@ int sbx__cg_detect(struct cg_layout *cg, const char *state_dir, sbx_error **err)
 
 void sbx__cg_free(struct cg_layout *cg)
 {
+	/* Drop our parent groups when nothing is left in them (busy ones stay). */
+	for (int c = 0; c < CG_N && cg->parent; c++) {
+		const char *root = cg->mode == CG_V2 ? (c ? NULL : cg->root[0]) : cg->root[c];
+		if (!root)
+			continue;
+		_cleanup_free_ char *dir = xasprintf("%s/%s", root, cg->parent);
+		rmdir(dir);
+	}
+	if (cg->freezer && cg->parent) {
+		_cleanup_free_ char *dir = xasprintf("%s/%s", cg->freezer, cg->parent);
+		rmdir(dir);
+	}
 	for (int c = 0; c < CG_N; c++)
 		free(cg->root[c]);
 	free(cg->parent);
@@ -180,6 +192,7 @@ static int set_limits(const struct cg_layout *cg, const char *id, const sbx_sand
 	_cleanup_free_ char *mem = group_dir(cg, CG_MEMORY, id);
 	_cleanup_free_ char *pids = cg->mode == CG_V2 ? xstrdup(mem) : group_dir(cg, CG_PIDS, id);
 	_cleanup_free_ char *cpu = cg->mode == CG_V2 ? xstrdup(mem) : group_dir(cg, CG_CPU, id);
+	/* v1 groups exist only for requested limits (see wanted()). */
 	unsigned pids_max = o->pids_max ? o->pids_max : 4096;
 	snprintf(v, sizeof(v), "%u", pids_max);
 	if (pids && (r = write_str(pids, "pids.max", v)) < 0)
@@ -214,6 +227,17 @@ static int set_limits(const struct cg_layout *cg, const char *id, const sbx_sand
 	return 0;
 }
 
+/* v1: memory and cpu groups only when the spec asks for a limit. A memcg
+ * costs ~1 MiB of kernel memory and lingers after rmdir while objects charged
+ * to it live on; an unlimited sandbox gains nothing from one. pids always
+ * (the default pids limit, and per-exec groups for killing trees). */
+static int wanted(const struct cg_layout *cg, int c, const sbx_sandbox_opts *o)
+{
+	if (cg->mode == CG_V2)
+		return c == 0;
+	return c == CG_PIDS || (c == CG_MEMORY && o->memory_mb) || (c == CG_CPU && o->cpus > 0);
+}
+
 int sbx__cg_create(const struct cg_layout *cg, const char *id, const sbx_sandbox_opts *o,
 		   sbx_error **err)
 {
@@ -224,8 +248,27 @@ int sbx__cg_create(const struct cg_layout *cg, const char *id, const sbx_sandbox
 		return 0;
 	}
 	for (int c = 0; c < CG_N; c++) {
-		_cleanup_free_ char *d = group_dir(cg, c, id);
-		if (d && mkdir(d, 0755) < 0 && errno != EEXIST)
+		_cleanup_free_ char *d = wanted(cg, c, o) ? group_dir(cg, c, id) : NULL;
+		if (!d)
+			continue;
+		/* Another process sharing the state dir may remove the (then empty)
+		 * parent at exit: recreate it and retry. */
+		int r = -1;
+		for (int tries = 0; tries < 3 && r < 0; tries++) {
+			r = mkdir(d, 0755);
+			if (r < 0 && errno == EEXIST)
+				r = 0;
+			if (r < 0 && errno == ENOENT) {
+				_cleanup_free_ char *parent = xstrdup(d);
+				*strrchr(parent, '/') = '\0';
+				mkdir(parent, 0755);
+				if (cg->mode == CG_V2)
+					write_str(parent, "cgroup.subtree_control", "+memory +pids +cpu");
+			} else if (r < 0) {
+				break;
+			}
+		}
+		if (r < 0)
 			return sbx_error_setsys(err, -errno, errno, "create cgroup %s", d);
 	}
 	return set_limits(cg, id, o, err);
@@ -237,7 +280,7 @@ int sbx__cg_attach(const struct cg_layout *cg, const char *id, pid_t pid, sbx_er
 	snprintf(v, sizeof(v), "%d", (int)pid);
 	for (int c = 0; c < CG_N; c++) {
 		_cleanup_free_ char *d = group_dir(cg, c, id);
-		if (!d)
+		if (!d || access(d, F_OK) != 0)
 			continue;
 		int r = write_str(d, "cgroup.procs", v);
 		if (r < 0)
