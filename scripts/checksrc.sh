@@ -7,7 +7,7 @@ bad=0
 banned='\b(strcpy|strcat|sprintf|vsprintf|gets|atoi|atol|strtok|system|popen)[[:space:]]*\('
 while IFS= read -r f; do
   if grep -nE "$banned" "$f" | grep -v 'checksrc: allow'; then echo "  ^ banned function in $f"; bad=1; fi
-  if grep -nE '[^_]signal[[:space:]]*\(' "$f" | grep -v 'checksrc: allow'; then echo "  ^ use sigaction, not signal(), in $f"; bad=1; fi
+  if grep -nE '(^|[^_a-z])signal[[:space:]]*\(' "$f" | grep -v 'checksrc: allow'; then echo "  ^ use sigaction, not signal(), in $f"; bad=1; fi
   case "$f" in
     src/util/alloc.c|src/providers/local/init/*) ;;
     *) if grep -nE '(^|[^_a-z])(malloc|realloc)[[:space:]]*\(' "$f" | grep -v 'checksrc: allow'; then
