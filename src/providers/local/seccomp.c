@@ -49,6 +49,10 @@ static void build(void)
 		prog_err = -ENOMEM;
 		return;
 	}
+	/* A binary tree instead of a linear chain: the kernel evaluates the
+	 * filter for every syscall number when it is installed (its bitmap
+	 * cache), so a shorter path per syscall is paid by every sandbox. */
+	seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	/* Also filter the 32-bit entry points, which would otherwise bypass us. */
 	seccomp_arch_add(ctx, SCMP_ARCH_X86);
 	seccomp_arch_add(ctx, SCMP_ARCH_X32);
