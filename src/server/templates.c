@@ -120,8 +120,11 @@ static int extract(const char *tarball, const char *dir, sbx_error **err)
 	archive_read_support_filter_all(a);
 	archive_read_support_format_all(a);
 	struct archive *w = archive_write_disk_new();
+	/* Entries are checked below and rewritten to absolute paths under dir,
+	 * so libarchive's no-absolute-paths guard must not be set (it would
+	 * refuse every entry). */
 	archive_write_disk_set_options(w, ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
-						  ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_PERM);
+						  ARCHIVE_EXTRACT_PERM);
 	int r = 0;
 	if (archive_read_open_filename(a, tarball, 65536) != ARCHIVE_OK) {
 		r = sbx_error_set(err, -EINVAL, "open %s: %s", tarball, archive_error_string(a));
@@ -138,18 +141,25 @@ static int extract(const char *tarball, const char *dir, sbx_error **err)
 		archive_entry_set_pathname(e, full);
 		free(full);
 		const char *hl = archive_entry_hardlink(e);
+		if (hl && (hl[0] == '/' || strstr(hl, ".."))) {
+			r = sbx_error_set(err, -EINVAL, "unsafe hardlink in COPY archive");
+			goto out;
+		}
 		if (hl) {
 			char *h = xasprintf("%s/%s", dir, hl);
 			archive_entry_set_hardlink(e, h);
 			free(h);
 		}
-		if (archive_write_header(w, e) == ARCHIVE_OK) {
-			const void *buf;
-			size_t size;
-			la_int64_t off;
-			while (archive_read_data_block(a, &buf, &size, &off) == ARCHIVE_OK)
-				archive_write_data_block(w, buf, size, off);
+		if (archive_write_header(w, e) != ARCHIVE_OK) {
+			r = sbx_error_set(err, -EIO, "extract COPY archive entry %s: %s", archive_entry_pathname(e),
+					  archive_error_string(w));
+			goto out;
 		}
+		const void *buf;
+		size_t size;
+		la_int64_t off;
+		while (archive_read_data_block(a, &buf, &size, &off) == ARCHIVE_OK)
+			archive_write_data_block(w, buf, size, off);
 	}
 out:
 	archive_read_free(a);
