@@ -109,6 +109,17 @@ void srv_route(struct srv_req *r)
 		return;
 	}
 	if (strcmp(r->url, "/health") == 0) {
+		/* SDKs before 2.14.1 probe a sandbox's envd /health with only its
+		 * access token: answer for that sandbox (502 = gone, which the SDK
+		 * reads as "not running"), not for the server. */
+		const char *token = srv_header(r, "X-Access-Token");
+		struct srv_sandbox *sb = token ? srv_sandbox_by_token(r->srv, token) : NULL;
+		if (token && !sb) {
+			srv_reply_error(r, 502, "no running sandbox has this access token");
+			return;
+		}
+		if (sb)
+			srv_sandbox_put(r->srv, sb);
 		srv_reply_empty(r, 204);
 		return;
 	}
