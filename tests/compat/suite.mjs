@@ -496,12 +496,8 @@ async function main() {
 
   await check('isRunning() after kill', async () => {
     const running = await second.isRunning();
-    // SDKs before 2.14.1 send envd REST calls (GET /health) without
-    // E2b-Sandbox-Id; the server must route them by X-Access-Token. It
-    // answers them from the control plane's /health instead, so a killed
-    // sandbox reads as running. Known server bug, reported; the skip names it.
-    if (running === true && !semverAtLeast(VERSION, '2.14.1') && process.env.SBX_COMPAT_STRICT !== '1')
-      skip('known server bug: GET /health without E2b-Sandbox-Id is answered by the control plane, not routed by X-Access-Token (SBX_COMPAT_STRICT=1 makes this a failure)');
+    // SDKs before 2.14.1 probe GET /health with only X-Access-Token; the
+    // server answers for that sandbox (502 once it is gone).
     eq(running, false, 'isRunning() of a killed sandbox');
   });
 }
