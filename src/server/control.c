@@ -121,7 +121,13 @@ static void create(struct srv_req *r, int v2)
 	json_t *tid = json_object_get(b, "templateID");
 	json_t *meta = json_object_get(b, "metadata"), *envs = json_object_get(b, "envVars");
 	json_t *inet = json_object_get(b, "allow_internet_access");
-	if ((tid && !json_is_string(tid)) || int_field(b, "timeout", &timeout) < 0 || !string_map(meta) ||
+	if (!tid) {
+		/* The API requires it; every SDK sends it ("base" by default). */
+		srv_reply_error(r, 400, "invalid sandbox spec: templateID is required");
+		json_decref(b);
+		return;
+	}
+	if (!json_is_string(tid) || int_field(b, "timeout", &timeout) < 0 || !string_map(meta) ||
 	    !string_map(envs) || (inet && !json_is_boolean(inet) && !json_is_null(inet))) {
 		srv_reply_error(r, 400, "invalid sandbox spec: templateID must be a string, timeout a non-negative "
 					"integer, metadata and envVars maps of strings");
@@ -130,7 +136,7 @@ static void create(struct srv_req *r, int v2)
 	}
 	if (srv->cfg.max_timeout_s && timeout > srv->cfg.max_timeout_s)
 		timeout = srv->cfg.max_timeout_s;
-	const char *template_id = tid ? json_string_value(tid) : "base";
+	const char *template_id = json_string_value(tid);
 	pthread_mutex_lock(&srv->lock);
 	int full = srv->cfg.max_sandboxes && srv->n + srv->creating >= srv->cfg.max_sandboxes;
 	if (!full)
