@@ -124,11 +124,11 @@ int cmd_serve(int argc, char **argv)
 	if (rotate) {
 		char *key = NULL;
 		sbx_error *err = NULL;
-		if (srv_auth_rotate(c.state_dir, &key, &err) < 0)
+		if (sbx__srv_auth_rotate(c.state_dir, &key, &err) < 0)
 			return cli_fail("serve --rotate-key", err);
 		printf("%s\n", key);
 		free(key);
 		return EXIT_OK;
 	}
-	return srv_run(&c) == 0 ? EXIT_OK : EXIT_FAIL;
+	return sbx__srv_run(&c) == 0 ? EXIT_OK : EXIT_FAIL;
 }

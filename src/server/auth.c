@@ -22,7 +22,7 @@
 #include "../util/str.h"
 #include "server_int.h"
 
-int srv_ct_equal(const char *a, const char *b)
+int sbx__srv_ct_equal(const char *a, const char *b)
 {
 	if (!a || !b)
 		return 0;
@@ -72,7 +72,7 @@ static int read_key(const char *path, char **key_out, double *mtime, sbx_error *
 	return 0;
 }
 
-int srv_auth_init(struct server *srv, int *created, sbx_error **err)
+int sbx__srv_auth_init(struct server *srv, int *created, sbx_error **err)
 {
 	srv->key_path = key_path(srv->cfg.state_dir);
 	*created = 0;
@@ -91,7 +91,7 @@ out:
 	return 0;
 }
 
-int srv_auth_rotate(const char *state_dir, char **key_out, sbx_error **err)
+int sbx__srv_auth_rotate(const char *state_dir, char **key_out, sbx_error **err)
 {
 	_cleanup_free_ char *dir = xasprintf("%s/server", state_dir);
 	int r = sbx__mkdir_p(dir, 0700, err);
@@ -101,7 +101,7 @@ int srv_auth_rotate(const char *state_dir, char **key_out, sbx_error **err)
 	return write_new_key(path, key_out, err);
 }
 
-int srv_auth_api_key_ok(struct server *srv, const char *given)
+int sbx__srv_auth_api_key_ok(struct server *srv, const char *given)
 {
 	if (!given || !*given)
 		return 0;
@@ -116,18 +116,18 @@ int srv_auth_api_key_ok(struct server *srv, const char *given)
 			sbx__redact_add(k);
 		}
 	}
-	int ok = srv_ct_equal(given, srv->api_key);
+	int ok = sbx__srv_ct_equal(given, srv->api_key);
 	pthread_mutex_unlock(&srv->key_lock);
 	return ok;
 }
 
-void srv_auth_new_token(char out[65])
+void sbx__srv_auth_new_token(char out[65])
 {
 	sbx__random_hex(out, 48);
 	out[48] = '\0';
 }
 
-char *srv_b64_encode(const void *data, size_t len)
+char *sbx__srv_b64_encode(const void *data, size_t len)
 {
 	char *out = xmalloc(4 * ((len + 2) / 3) + 1);
 	int n = EVP_EncodeBlock((unsigned char *)out, data, (int)len);
@@ -135,7 +135,7 @@ char *srv_b64_encode(const void *data, size_t len)
 	return out;
 }
 
-int srv_b64_decode(sbx_buf *out, const char *s)
+int sbx__srv_b64_decode(sbx_buf *out, const char *s)
 {
 	size_t len = strlen(s);
 	_cleanup_free_ char *norm = xmalloc(len + 4);
@@ -165,7 +165,7 @@ int srv_b64_decode(sbx_buf *out, const char *s)
 	return sbx__buf_append(out, raw, (size_t)n - pad);
 }
 
-int srv_auth_signature_ok(const char *token, const char *path, const char *op, const char *user,
+int sbx__srv_auth_signature_ok(const char *token, const char *path, const char *op, const char *user,
 			  const char *sig, const char *expiration)
 {
 	if (!token || !sig || strncmp(sig, "v1_", 3) != 0)
@@ -180,20 +180,20 @@ int srv_auth_signature_ok(const char *token, const char *path, const char *op, c
 		: xasprintf("%s:%s:%s:%s", path, op, user ? user : "", token);
 	unsigned char md[SHA256_DIGEST_LENGTH];
 	SHA256((const unsigned char *)msg, strlen(msg), md);
-	_cleanup_free_ char *b = srv_b64_encode(md, sizeof(md));
+	_cleanup_free_ char *b = sbx__srv_b64_encode(md, sizeof(md));
 	size_t bl = strlen(b);
 	while (bl && b[bl - 1] == '=')
 		b[--bl] = '\0';
-	return srv_ct_equal(sig + 3, b);
+	return sbx__srv_ct_equal(sig + 3, b);
 }
 
-char *srv_auth_basic_user(const char *header)
+char *sbx__srv_auth_basic_user(const char *header)
 {
 	if (!header || strncasecmp(header, "Basic ", 6) != 0)
 		return NULL;
 	sbx_buf b;
 	sbx__buf_init(&b, 4096);
-	if (srv_b64_decode(&b, header + 6) < 0 || !b.data) {
+	if (sbx__srv_b64_decode(&b, header + 6) < 0 || !b.data) {
 		sbx__buf_free(&b);
 		return NULL;
 	}

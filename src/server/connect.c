@@ -18,25 +18,25 @@
 #include "../util/str.h"
 #include "server_int.h"
 
-int srv_connect_is_stream(struct srv_req *r)
+int sbx__srv_connect_is_stream(struct srv_req *r)
 {
-	const char *ct = srv_header(r, "Content-Type");
+	const char *ct = sbx__srv_header(r, "Content-Type");
 	return ct && sbx__str_startswith(ct, "application/connect+");
 }
 
-json_t *srv_connect_body(struct srv_req *r, int streaming)
+json_t *sbx__srv_connect_body(struct srv_req *r, int streaming)
 {
 	const char *p = r->body.data ? r->body.data : "";
 	size_t n = r->body.len;
 	if (streaming && n >= 5 && (unsigned char)p[0] <= 1) {
 		if (p[0] & 1) {
-			srv_reply_stream_error(r, "unimplemented", "compressed messages are not supported");
+			sbx__srv_reply_stream_error(r, "unimplemented", "compressed messages are not supported");
 			return NULL;
 		}
 		size_t len = ((size_t)(unsigned char)p[1] << 24) | ((size_t)(unsigned char)p[2] << 16) |
 			     ((size_t)(unsigned char)p[3] << 8) | (size_t)(unsigned char)p[4];
 		if (len > n - 5) {
-			srv_reply_stream_error(r, "invalid_argument", "truncated envelope");
+			sbx__srv_reply_stream_error(r, "invalid_argument", "truncated envelope");
 			return NULL;
 		}
 		p += 5;
@@ -49,15 +49,15 @@ json_t *srv_connect_body(struct srv_req *r, int streaming)
 	if (!json_is_object(j)) {
 		json_decref(j);
 		if (streaming)
-			srv_reply_stream_error(r, "invalid_argument", "request is not a JSON object: %s", je.text);
+			sbx__srv_reply_stream_error(r, "invalid_argument", "request is not a JSON object: %s", je.text);
 		else
-			srv_reply_connect_error(r, "invalid_argument", "request is not a JSON object: %s", je.text);
+			sbx__srv_reply_connect_error(r, "invalid_argument", "request is not a JSON object: %s", je.text);
 		return NULL;
 	}
 	return j;
 }
 
-int srv_envelope(sbx_buf *b, unsigned flags, json_t *payload)
+int sbx__srv_envelope(sbx_buf *b, unsigned flags, json_t *payload)
 {
 	char *s = json_dumps(payload, JSON_COMPACT);
 	json_decref(payload);
@@ -73,10 +73,10 @@ int srv_envelope(sbx_buf *b, unsigned flags, json_t *payload)
 	return r;
 }
 
-void srv_end_stream(sbx_buf *b, const char *code, const char *msg)
+void sbx__srv_end_stream(sbx_buf *b, const char *code, const char *msg)
 {
 	json_t *o = code ? json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg ? msg : code) : json_object();
-	srv_envelope(b, 0x02, o);
+	sbx__srv_envelope(b, 0x02, o);
 }
 
 struct err_stream {
@@ -86,7 +86,7 @@ struct err_stream {
 static int err_fill(struct srv_stream *s)
 {
 	struct err_stream *e = s->ctx;
-	srv_end_stream(&s->out, e->code, e->msg);
+	sbx__srv_end_stream(&s->out, e->code, e->msg);
 	return 1;
 }
 
@@ -98,7 +98,7 @@ static void err_fini(struct srv_stream *s)
 	free(e);
 }
 
-void srv_reply_stream_error(struct srv_req *r, const char *code, const char *fmt, ...)
+void sbx__srv_reply_stream_error(struct srv_req *r, const char *code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -111,22 +111,22 @@ void srv_reply_stream_error(struct srv_req *r, const char *code, const char *fmt
 	s->fill = err_fill;
 	s->fini = err_fini;
 	s->ctx = e;
-	srv_reply_stream(r, s);
-	srv_metrics_status(r->srv, srv_connect_http_status(code));
+	sbx__srv_reply_stream(r, s);
+	sbx__srv_metrics_status(r->srv, sbx__srv_connect_http_status(code));
 }
 
-double srv_keepalive_s(struct srv_req *r)
+double sbx__srv_keepalive_s(struct srv_req *r)
 {
-	const char *v = srv_header(r, "Keepalive-Ping-Interval");
+	const char *v = sbx__srv_header(r, "Keepalive-Ping-Interval");
 	uint64_t n;
 	if (v && sbx__parse_u64(&n, v) == 0 && n > 0)
 		return (double)n;
 	return 90;
 }
 
-double srv_connect_timeout_s(struct srv_req *r)
+double sbx__srv_connect_timeout_s(struct srv_req *r)
 {
-	const char *v = srv_header(r, "Connect-Timeout-Ms");
+	const char *v = sbx__srv_header(r, "Connect-Timeout-Ms");
 	uint64_t n;
 	if (!v)
 		return 0;
@@ -135,7 +135,7 @@ double srv_connect_timeout_s(struct srv_req *r)
 	return (double)n / 1000.0;
 }
 
-void srv_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *lk, double deadline)
+void sbx__srv_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *lk, double deadline)
 {
 	double wait = deadline - sbx__now_mono();
 	if (wait > 0.5)

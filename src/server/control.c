@@ -21,7 +21,7 @@
 
 #define TTL_BACKSTOP_S 60
 
-char *srv_rfc3339(double t)
+char *sbx__srv_rfc3339(double t)
 {
 	time_t sec = (time_t)t;
 	struct tm tm;
@@ -39,7 +39,7 @@ static json_t *json_body(struct srv_req *r)
 	json_error_t je;
 	json_t *j = json_loadb(r->body.data, r->body.len, 0, &je);
 	if (!j || !json_is_object(j)) {
-		srv_reply_error(r, 400, "request body is not a JSON object: %s", j ? "wrong type" : je.text);
+		sbx__srv_reply_error(r, 400, "request body is not a JSON object: %s", j ? "wrong type" : je.text);
 		json_decref(j);
 		return NULL;
 	}
@@ -91,7 +91,7 @@ static json_t *sandbox_json(struct server *srv, struct srv_sandbox *s, int detai
 		json_object_set_new(o, "trafficAccessToken", json_null());
 		return o;
 	}
-	char *st = srv_rfc3339(s->started_at), *en = srv_rfc3339(s->end_at);
+	char *st = sbx__srv_rfc3339(s->started_at), *en = sbx__srv_rfc3339(s->end_at);
 	long cpus = srv->cfg.cpus > 0 ? (long)(srv->cfg.cpus + 0.999) : sysconf(_SC_NPROCESSORS_ONLN);
 	json_object_set_new(o, "startedAt", json_string(st));
 	json_object_set_new(o, "endAt", json_string(en));
@@ -123,13 +123,13 @@ static void create(struct srv_req *r, int v2)
 	json_t *inet = json_object_get(b, "allow_internet_access");
 	if (!tid) {
 		/* The API requires it; every SDK sends it ("base" by default). */
-		srv_reply_error(r, 400, "invalid sandbox spec: templateID is required");
+		sbx__srv_reply_error(r, 400, "invalid sandbox spec: templateID is required");
 		json_decref(b);
 		return;
 	}
 	if (!json_is_string(tid) || int_field(b, "timeout", &timeout) < 0 || !string_map(meta) ||
 	    !string_map(envs) || (inet && !json_is_boolean(inet) && !json_is_null(inet))) {
-		srv_reply_error(r, 400, "invalid sandbox spec: templateID must be a string, timeout a non-negative "
+		sbx__srv_reply_error(r, 400, "invalid sandbox spec: templateID must be a string, timeout a non-negative "
 					"integer, metadata and envVars maps of strings");
 		json_decref(b);
 		return;
@@ -143,7 +143,7 @@ static void create(struct srv_req *r, int v2)
 		srv->creating++;
 	pthread_mutex_unlock(&srv->lock);
 	if (full) {
-		srv_reply_error(r, 429, "sandbox limit reached (%u live)", srv->cfg.max_sandboxes);
+		sbx__srv_reply_error(r, 429, "sandbox limit reached (%u live)", srv->cfg.max_sandboxes);
 		json_decref(b);
 		return;
 	}
@@ -153,11 +153,11 @@ static void create(struct srv_req *r, int v2)
 	char **labels = NULL, **env = NULL;
 	sbx_image *img = NULL;
 	struct srv_sandbox *s = NULL;
-	int rc = srv_template_resolve(srv, template_id, &image, &e);
+	int rc = sbx__srv_template_resolve(srv, template_id, &image, &e);
 	if (rc == 0)
 		rc = sbx_image_get(&img, srv->rt, image, &e);
 	if (rc < 0) {
-		srv_reply_sbx_error(r, 0, "template", rc, e);
+		sbx__srv_reply_sbx_error(r, 0, "template", rc, e);
 		goto out;
 	}
 	char *l = xasprintf("sbx.server=%s", srv->server_id);
@@ -190,17 +190,17 @@ static void create(struct srv_req *r, int v2)
 	o.labels = (const char *const *)labels;
 	o.ttl_s = (unsigned)timeout + TTL_BACKSTOP_S;
 	o.detach = 1;
-	s = srv_sandbox_new("");
+	s = sbx__srv_sandbox_new("");
 	rc = sbx_sandbox_create(&s->sb, srv->rt, &o, &e);
 	if (rc < 0) {
-		srv_metrics_create(srv, sbx__now_mono() - t0, 0);
-		srv_reply_sbx_error(r, 0, "create sandbox", rc, e);
+		sbx__srv_metrics_create(srv, sbx__now_mono() - t0, 0);
+		sbx__srv_reply_sbx_error(r, 0, "create sandbox", rc, e);
 		goto out;
 	}
 	snprintf(s->id, sizeof(s->id), "%s", sbx_sandbox_id(s->sb));
 	s->template_id = xstrdup(template_id);
 	s->alias = xstrdup(image);
-	srv_auth_new_token(s->token);
+	sbx__srv_auth_new_token(s->token);
 	s->metadata = meta ? json_copy(meta) : json_object();
 	s->env_vars = envs ? json_copy(envs) : json_object();
 	s->started_at = sbx__now_real();
@@ -208,17 +208,17 @@ static void create(struct srv_req *r, int v2)
 	s->allow_internet = allow;
 	s->user = img->config.user && *img->config.user ? xstrdup(img->config.user) : NULL;
 	s->workdir = img->config.workdir && *img->config.workdir ? xstrdup(img->config.workdir) : NULL;
-	srv_state_save(srv, s);
+	sbx__srv_state_save(srv, s);
 	s->refs++;
-	srv_sandbox_insert(srv, s);
+	sbx__srv_sandbox_insert(srv, s);
 	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", s->id);
-	srv_metrics_create(srv, sbx__now_mono() - t0, 1);
-	srv_reply_json(r, 201, sandbox_json(srv, s, -1));
+	sbx__srv_metrics_create(srv, sbx__now_mono() - t0, 1);
+	sbx__srv_reply_json(r, 201, sandbox_json(srv, s, -1));
 out:
 	pthread_mutex_lock(&srv->lock);
 	srv->creating--;
 	pthread_mutex_unlock(&srv->lock);
-	srv_sandbox_put(srv, s);
+	sbx__srv_sandbox_put(srv, s);
 	sbx_image_free(img);
 	sbx__strv_free(labels);
 	sbx__strv_free(env);
@@ -276,12 +276,12 @@ static int by_start(const void *a, const void *b)
 static void list(struct srv_req *r, int v2)
 {
 	struct server *srv = r->srv;
-	const char *meta = srv_query(r, "metadata"), *states = srv_query(r, "state");
-	const char *limit_s = srv_query(r, "limit"), *next = srv_query(r, "nextToken");
-	const char *order = srv_query(r, "order"), *tmpl = srv_query(r, "template");
+	const char *meta = sbx__srv_query(r, "metadata"), *states = sbx__srv_query(r, "state");
+	const char *limit_s = sbx__srv_query(r, "limit"), *next = sbx__srv_query(r, "nextToken");
+	const char *order = sbx__srv_query(r, "order"), *tmpl = sbx__srv_query(r, "template");
 	uint64_t limit = 100;
 	if (limit_s && (sbx__parse_u64(&limit, limit_s) < 0 || limit == 0 || limit > 100)) {
-		srv_reply_error(r, 400, "limit must be 1..100");
+		sbx__srv_reply_error(r, 400, "limit must be 1..100");
 		return;
 	}
 	if (!v2)
@@ -289,12 +289,12 @@ static void list(struct srv_req *r, int v2)
 	double after_t = -1;
 	char after_id[32] = "";
 	if (next && *next && sscanf(next, "%lf_%31[0-9a-f]", &after_t, after_id) != 2) {
-		srv_reply_error(r, 400, "invalid nextToken");
+		sbx__srv_reply_error(r, 400, "invalid nextToken");
 		return;
 	}
 	int desc = order && strcmp(order, "desc") == 0;
 	size_t n;
-	struct srv_sandbox **v = srv_sandbox_all(srv, &n);
+	struct srv_sandbox **v = sbx__srv_sandbox_all(srv, &n);
 	qsort(v, n, sizeof(*v), by_start);
 	json_t *arr = json_array();
 	_cleanup_free_ char *token = NULL;
@@ -318,7 +318,7 @@ static void list(struct srv_req *r, int v2)
 		count++;
 	}
 	for (size_t k = 0; k < n; k++)
-		srv_sandbox_put(srv, v[k]);
+		sbx__srv_sandbox_put(srv, v[k]);
 	free(v);
 	if (token) {
 		char *body = json_dumps(arr, JSON_COMPACT);
@@ -333,7 +333,7 @@ static void list(struct srv_req *r, int v2)
 		r->queued = 1;
 		return;
 	}
-	srv_reply_json(r, 200, arr);
+	sbx__srv_reply_json(r, 200, arr);
 }
 
 static int pause_locked(struct srv_sandbox *s, int pause, sbx_error **e)
@@ -369,50 +369,50 @@ static void sandbox_op(struct srv_req *r, struct srv_sandbox *s, const char *op)
 	sbx_error *e = NULL;
 	pthread_rwlock_wrlock(&s->rw);
 	if (s->dead) {
-		srv_reply_error(r, 404, "sandbox %s not found", s->id);
+		sbx__srv_reply_error(r, 404, "sandbox %s not found", s->id);
 	} else if (strcmp(op, "timeout") == 0) {
 		if ((has = int_field(b, "timeout", &secs)) <= 0) {
-			srv_reply_error(r, 400, "timeout (seconds, non-negative integer) is required");
+			sbx__srv_reply_error(r, 400, "timeout (seconds, non-negative integer) is required");
 		} else {
 			if (srv->cfg.max_timeout_s && secs > srv->cfg.max_timeout_s)
 				secs = srv->cfg.max_timeout_s;
 			s->end_at = now + (double)secs;
 			sync_ttl(s);
-			srv_state_save(srv, s);
-			srv_reply_empty(r, 204);
+			sbx__srv_state_save(srv, s);
+			sbx__srv_reply_empty(r, 204);
 		}
 	} else if (strcmp(op, "refreshes") == 0) {
 		secs = 0;
 		if ((has = int_field(b, "duration", &secs)) < 0 || secs > 3600) {
-			srv_reply_error(r, 400, "duration must be an integer 0..3600");
+			sbx__srv_reply_error(r, 400, "duration must be an integer 0..3600");
 		} else {
 			if (!has)
 				secs = 15;
 			if (now + (double)secs > s->end_at) {
 				s->end_at = now + (double)secs;
 				sync_ttl(s);
-				srv_state_save(srv, s);
+				sbx__srv_state_save(srv, s);
 			}
-			srv_reply_empty(r, 204);
+			sbx__srv_reply_empty(r, 204);
 		}
 	} else if (strcmp(op, "pause") == 0) {
 		int rc = s->paused ? -EALREADY : pause_locked(s, 1, &e);
 		if (rc == -EALREADY) {
-			srv_reply_error(r, 409, "sandbox %s is already paused", s->id);
+			sbx__srv_reply_error(r, 409, "sandbox %s is already paused", s->id);
 		} else if (rc < 0) {
-			srv_reply_sbx_error(r, 0, "pause", rc, e);
+			sbx__srv_reply_sbx_error(r, 0, "pause", rc, e);
 			e = NULL;
 		} else {
-			srv_state_save(srv, s);
-			srv_reply_empty(r, 204);
+			sbx__srv_state_save(srv, s);
+			sbx__srv_reply_empty(r, 204);
 		}
 	} else { /* connect, resume */
 		int resume_only = strcmp(op, "resume") == 0;
 		secs = resume_only ? 15 : 300;
 		if (int_field(b, "timeout", &secs) < 0) {
-			srv_reply_error(r, 400, "timeout must be a non-negative integer");
+			sbx__srv_reply_error(r, 400, "timeout must be a non-negative integer");
 		} else if (resume_only && !s->paused) {
-			srv_reply_error(r, 409, "sandbox %s is already running", s->id);
+			sbx__srv_reply_error(r, 409, "sandbox %s is already running", s->id);
 		} else {
 			if (srv->cfg.max_timeout_s && secs > srv->cfg.max_timeout_s)
 				secs = srv->cfg.max_timeout_s;
@@ -421,13 +421,13 @@ static void sandbox_op(struct srv_req *r, struct srv_sandbox *s, const char *op)
 				s->end_at = now + (double)secs;
 			int rc = was_paused ? pause_locked(s, 0, &e) : 0;
 			if (rc < 0 && rc != -EALREADY) {
-				srv_reply_sbx_error(r, 0, "resume", rc, e);
+				sbx__srv_reply_sbx_error(r, 0, "resume", rc, e);
 				e = NULL;
 			} else {
 				if (!was_paused)
 					sync_ttl(s);
-				srv_state_save(srv, s);
-				srv_reply_json(r, was_paused ? 201 : 200, sandbox_json(srv, s, -1));
+				sbx__srv_state_save(srv, s);
+				sbx__srv_reply_json(r, was_paused ? 201 : 200, sandbox_json(srv, s, -1));
 			}
 		}
 	}
@@ -436,7 +436,7 @@ static void sandbox_op(struct srv_req *r, struct srv_sandbox *s, const char *op)
 	json_decref(b);
 }
 
-void srv_control(struct srv_req *r, char **seg, size_t nseg)
+void sbx__srv_control(struct srv_req *r, char **seg, size_t nseg)
 {
 	int v2 = strcmp(seg[0], "v2") == 0;
 	char **s = v2 ? seg + 1 : seg;
@@ -448,32 +448,32 @@ void srv_control(struct srv_req *r, char **seg, size_t nseg)
 		else if (strcmp(m, "GET") == 0)
 			list(r, v2);
 		else
-			srv_reply_error(r, 405, "method %s not allowed on %s", m, r->url);
+			sbx__srv_reply_error(r, 405, "method %s not allowed on %s", m, r->url);
 		return;
 	}
-	struct srv_sandbox *sb = srv_sandbox_get(r->srv, s[1]);
+	struct srv_sandbox *sb = sbx__srv_sandbox_get(r->srv, s[1]);
 	if (!sb) {
-		srv_reply_error(r, 404, "sandbox %s not found", s[1]);
+		sbx__srv_reply_error(r, 404, "sandbox %s not found", s[1]);
 		return;
 	}
 	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", sb->id);
 	if (n == 2 && strcmp(m, "GET") == 0) {
-		srv_reply_json(r, 200, sandbox_json(r->srv, sb, 1));
+		sbx__srv_reply_json(r, 200, sandbox_json(r->srv, sb, 1));
 	} else if (n == 2 && strcmp(m, "DELETE") == 0) {
-		if (srv_sandbox_kill(r->srv, sb, "killed") == 0)
-			srv_reply_empty(r, 204);
+		if (sbx__srv_sandbox_kill(r->srv, sb, "killed") == 0)
+			sbx__srv_reply_empty(r, 204);
 		else
-			srv_reply_error(r, 404, "sandbox %s not found", sb->id);
+			sbx__srv_reply_error(r, 404, "sandbox %s not found", sb->id);
 	} else if (n == 3 && strcmp(m, "GET") == 0 && strcmp(s[2], "metrics") == 0) {
-		srv_reply_json(r, 200, json_array());
+		sbx__srv_reply_json(r, 200, json_array());
 	} else if (n == 3 && strcmp(m, "GET") == 0 && strcmp(s[2], "logs") == 0) {
-		srv_reply_json(r, 200, json_pack("{s:[],s:[]}", "logs", "logEntries"));
+		sbx__srv_reply_json(r, 200, json_pack("{s:[],s:[]}", "logs", "logEntries"));
 	} else if (n == 3 && strcmp(m, "POST") == 0 &&
 		   (strcmp(s[2], "timeout") == 0 || strcmp(s[2], "refreshes") == 0 || strcmp(s[2], "pause") == 0 ||
 		    strcmp(s[2], "resume") == 0 || strcmp(s[2], "connect") == 0)) {
 		sandbox_op(r, sb, s[2]);
 	} else {
-		srv_reply_error(r, 404, "no endpoint %s %s", m, r->url);
+		sbx__srv_reply_error(r, 404, "no endpoint %s %s", m, r->url);
 	}
-	srv_sandbox_put(r->srv, sb);
+	sbx__srv_sandbox_put(r->srv, sb);
 }

@@ -20,20 +20,20 @@
 static void file_error(struct srv_req *r, int code, const char *path, sbx_error *e)
 {
 	if (code == -ENOENT)
-		srv_reply_error(r, 404, "path '%s' does not exist", path);
+		sbx__srv_reply_error(r, 404, "path '%s' does not exist", path);
 	else if (code == -EISDIR)
-		srv_reply_error(r, 400, "path '%s' is a directory", path);
+		sbx__srv_reply_error(r, 400, "path '%s' is a directory", path);
 	else if (code == -ENOTDIR)
-		srv_reply_error(r, 400, "a parent of path '%s' is not a directory", path);
+		sbx__srv_reply_error(r, 400, "a parent of path '%s' is not a directory", path);
 	else
-		srv_reply_error(r, srv_http_status(code), "%s: %s", path, e && e->msg ? e->msg : sbx_error_code_name(code));
+		sbx__srv_reply_error(r, sbx__srv_http_status(code), "%s: %s", path, e && e->msg ? e->msg : sbx_error_code_name(code));
 	sbx_error_free(e);
 }
 
 static char *caller_user(struct srv_req *r, struct srv_sandbox *s, int *explicit)
 {
-	const char *q = srv_query(r, "username");
-	char *u = q && *q ? xstrdup(q) : srv_auth_basic_user(srv_header(r, "Authorization"));
+	const char *q = sbx__srv_query(r, "username");
+	char *u = q && *q ? xstrdup(q) : sbx__srv_auth_basic_user(sbx__srv_header(r, "Authorization"));
 	*explicit = u != NULL;
 	return u ? u : s->user ? xstrdup(s->user) : NULL;
 }
@@ -56,7 +56,7 @@ static void get_file(struct srv_req *r, struct srv_sandbox *s, const char *path)
 		file_error(r, rc, path, e);
 		return;
 	}
-	srv_reply_bytes(r, 200, "application/octet-stream", data, len);
+	sbx__srv_reply_bytes(r, 200, "application/octet-stream", data, len);
 }
 
 static int write_one(struct srv_sandbox *s, const char *path, const void *data, size_t len, const char *user,
@@ -125,10 +125,10 @@ static int inflate_body(sbx_buf *out, const char *in, size_t len)
 static void post_octet(struct srv_req *r, struct srv_sandbox *s, const char *path, const char *user)
 {
 	if (!path) {
-		srv_reply_error(r, 400, "path is required for application/octet-stream uploads");
+		sbx__srv_reply_error(r, 400, "path is required for application/octet-stream uploads");
 		return;
 	}
-	const char *enc = srv_header(r, "Content-Encoding");
+	const char *enc = sbx__srv_header(r, "Content-Encoding");
 	const char *data = r->body.data ? r->body.data : "";
 	size_t len = r->body.len;
 	sbx_buf plain;
@@ -136,14 +136,14 @@ static void post_octet(struct srv_req *r, struct srv_sandbox *s, const char *pat
 	if (enc && strcasecmp(enc, "gzip") == 0) {
 		if (inflate_body(&plain, data, len) < 0) {
 			sbx__buf_free(&plain);
-			srv_reply_error(r, 400, "body is not valid gzip (or inflates past %u bytes)", SRV_UPLOAD_MAX);
+			sbx__srv_reply_error(r, 400, "body is not valid gzip (or inflates past %u bytes)", SRV_UPLOAD_MAX);
 			return;
 		}
 		data = plain.data ? plain.data : "";
 		len = plain.len;
 	} else if (enc && strcasecmp(enc, "identity") != 0) {
 		sbx__buf_free(&plain);
-		srv_reply_error(r, 415, "unsupported Content-Encoding %s", enc);
+		sbx__srv_reply_error(r, 415, "unsupported Content-Encoding %s", enc);
 		return;
 	}
 	sbx_error *e = NULL;
@@ -153,7 +153,7 @@ static void post_octet(struct srv_req *r, struct srv_sandbox *s, const char *pat
 		file_error(r, rc, path, e);
 		return;
 	}
-	srv_reply_json(r, 200, json_pack("[o]", entry(path)));
+	sbx__srv_reply_json(r, 200, json_pack("[o]", entry(path)));
 }
 
 static void post_multipart(struct srv_req *r, struct srv_sandbox *s, const char *qpath, const char *ctype,
@@ -161,7 +161,7 @@ static void post_multipart(struct srv_req *r, struct srv_sandbox *s, const char 
 {
 	_cleanup_free_ char *boundary = header_param(ctype, "boundary");
 	if (!boundary || !*boundary) {
-		srv_reply_error(r, 400, "multipart body without a boundary");
+		sbx__srv_reply_error(r, 400, "multipart body without a boundary");
 		return;
 	}
 	_cleanup_free_ char *delim = xasprintf("--%s", boundary);
@@ -191,10 +191,10 @@ static void post_multipart(struct srv_req *r, struct srv_sandbox *s, const char 
 			const char *target = qpath ? qpath : filename;
 			if (!target || !*target || strcmp(target, "undefined") == 0) {
 				json_decref(written);
-				srv_reply_error(r, 400, "no path for an uploaded part (give ?path= or a filename)");
+				sbx__srv_reply_error(r, 400, "no path for an uploaded part (give ?path= or a filename)");
 				return;
 			}
-			_cleanup_free_ char *abs = srv_resolve_path(s, user, target);
+			_cleanup_free_ char *abs = sbx__srv_resolve_path(s, user, target);
 			sbx_error *e = NULL;
 			int rc = write_one(s, abs, content, (size_t)(next - content), user, &e);
 			if (rc < 0) {
@@ -208,30 +208,30 @@ static void post_multipart(struct srv_req *r, struct srv_sandbox *s, const char 
 	}
 	if (json_array_size(written) == 0) {
 		json_decref(written);
-		srv_reply_error(r, 400, "multipart body has no part named \"file\"");
+		sbx__srv_reply_error(r, 400, "multipart body has no part named \"file\"");
 		return;
 	}
-	srv_reply_json(r, 200, written);
+	sbx__srv_reply_json(r, 200, written);
 }
 
-void srv_envd_files(struct srv_req *r, struct srv_sandbox *s)
+void sbx__srv_envd_files(struct srv_req *r, struct srv_sandbox *s)
 {
 	int explicit_user = 0;
 	_cleanup_free_ char *user = caller_user(r, s, &explicit_user);
-	const char *q = srv_query(r, "path");
-	_cleanup_free_ char *path = q && *q ? srv_resolve_path(s, user, q) : NULL;
+	const char *q = sbx__srv_query(r, "path");
+	_cleanup_free_ char *path = q && *q ? sbx__srv_resolve_path(s, user, q) : NULL;
 	if (strcmp(r->method, "GET") == 0) {
 		if (!path)
-			srv_reply_error(r, 400, "path is required");
+			sbx__srv_reply_error(r, 400, "path is required");
 		else
 			get_file(r, s, path);
 		return;
 	}
 	if (strcmp(r->method, "POST") != 0) {
-		srv_reply_error(r, 405, "method %s not allowed on /files", r->method);
+		sbx__srv_reply_error(r, 405, "method %s not allowed on /files", r->method);
 		return;
 	}
-	const char *ct = srv_header(r, "Content-Type");
+	const char *ct = sbx__srv_header(r, "Content-Type");
 	const char *wuser = user;
 	if (ct && sbx__str_startswith(ct, "multipart/form-data"))
 		post_multipart(r, s, path, ct, wuser);

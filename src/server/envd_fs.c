@@ -31,7 +31,7 @@ static int sb_lock(struct srv_sandbox *s, sbx_error **err)
 	return sbx_error_set(err, -ESRCH, "sandbox %s is gone", s->id);
 }
 
-char *srv_user_home(struct srv_sandbox *s, const char *user)
+char *sbx__srv_user_home(struct srv_sandbox *s, const char *user)
 {
 	if (!user || strcmp(user, "root") == 0 || strcmp(user, "0") == 0)
 		return xstrdup("/root");
@@ -62,11 +62,11 @@ char *srv_user_home(struct srv_sandbox *s, const char *user)
 	return home ? home : xasprintf("/home/%s", name);
 }
 
-char *srv_resolve_path(struct srv_sandbox *s, const char *user, const char *path)
+char *sbx__srv_resolve_path(struct srv_sandbox *s, const char *user, const char *path)
 {
 	if (path[0] == '/')
 		return xstrdup(path);
-	_cleanup_free_ char *home = srv_user_home(s, user);
+	_cleanup_free_ char *home = sbx__srv_user_home(s, user);
 	if (strcmp(path, "~") == 0)
 		return xstrdup(home);
 	if (strncmp(path, "~/", 2) == 0)
@@ -85,7 +85,7 @@ static const char *type_name(sbx_file_type t)
 	}
 }
 
-json_t *srv_entry_info(const sbx_file_info *f)
+json_t *sbx__srv_entry_info(const sbx_file_info *f)
 {
 	char perms[11];
 	perms[0] = f->type == SBX_FILE_DIR ? 'd' : f->type == SBX_FILE_SYMLINK ? 'l' : '-';
@@ -95,7 +95,7 @@ json_t *srv_entry_info(const sbx_file_info *f)
 	perms[10] = '\0';
 	char size[32];
 	snprintf(size, sizeof(size), "%lld", f->size);
-	char *mt = srv_rfc3339(f->mtime);
+	char *mt = sbx__srv_rfc3339(f->mtime);
 	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:s}", "name", f->name ? f->name : "", "type",
 			      type_name(f->type), "path", f->path ? f->path : "", "size", size, "mode", (int)f->mode,
 			      "permissions", perms, "owner", f->owner ? f->owner : "", "group", f->group ? f->group : "",
@@ -117,10 +117,10 @@ static void reply_entry(struct srv_req *r, struct srv_sandbox *s, const char *pa
 		pthread_rwlock_unlock(&s->rw);
 	}
 	if (rc < 0) {
-		srv_reply_sbx_error(r, 1, what, rc, e);
+		sbx__srv_reply_sbx_error(r, 1, what, rc, e);
 		return;
 	}
-	srv_reply_json(r, 200, json_pack("{s:o}", "entry", srv_entry_info(&fi)));
+	sbx__srv_reply_json(r, 200, json_pack("{s:o}", "entry", sbx__srv_entry_info(&fi)));
 	sbx_file_info_clear(&fi);
 }
 
@@ -128,10 +128,10 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method, 
 {
 	const char *p = json_string_value(json_object_get(req, strcmp(method, "Move") == 0 ? "source" : "path"));
 	if (!p || !*p) {
-		srv_reply_connect_error(r, "invalid_argument", "path is required");
+		sbx__srv_reply_connect_error(r, "invalid_argument", "path is required");
 		return;
 	}
-	_cleanup_free_ char *path = srv_resolve_path(s, user, p);
+	_cleanup_free_ char *path = sbx__srv_resolve_path(s, user, p);
 	sbx_error *e = NULL;
 	int rc;
 	if (strcmp(method, "Stat") == 0) {
@@ -146,14 +146,14 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method, 
 			pthread_rwlock_unlock(&s->rw);
 		}
 		if (rc < 0) {
-			srv_reply_sbx_error(r, 1, "list", rc, e);
+			sbx__srv_reply_sbx_error(r, 1, "list", rc, e);
 			return;
 		}
 		json_t *arr = json_array();
 		for (size_t i = 0; i < n; i++)
-			json_array_append_new(arr, srv_entry_info(&v[i]));
+			json_array_append_new(arr, sbx__srv_entry_info(&v[i]));
 		sbx_file_info_free(v, n);
-		srv_reply_json(r, 200, json_pack("{s:o}", "entries", arr));
+		sbx__srv_reply_json(r, 200, json_pack("{s:o}", "entries", arr));
 	} else if (strcmp(method, "MakeDir") == 0) {
 		if ((rc = sb_lock(s, &e)) == 0) {
 			rc = sbx_sandbox_mkdir(s->sb, path, 0755, &e);
@@ -162,22 +162,22 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method, 
 			pthread_rwlock_unlock(&s->rw);
 		}
 		if (rc < 0)
-			srv_reply_sbx_error(r, 1, "make dir", rc, e);
+			sbx__srv_reply_sbx_error(r, 1, "make dir", rc, e);
 		else
 			reply_entry(r, s, path, "make dir");
 	} else if (strcmp(method, "Move") == 0) {
 		const char *d = json_string_value(json_object_get(req, "destination"));
 		if (!d || !*d) {
-			srv_reply_connect_error(r, "invalid_argument", "destination is required");
+			sbx__srv_reply_connect_error(r, "invalid_argument", "destination is required");
 			return;
 		}
-		_cleanup_free_ char *dst = srv_resolve_path(s, user, d);
+		_cleanup_free_ char *dst = sbx__srv_resolve_path(s, user, d);
 		if ((rc = sb_lock(s, &e)) == 0) {
 			rc = sbx_sandbox_rename(s->sb, path, dst, &e);
 			pthread_rwlock_unlock(&s->rw);
 		}
 		if (rc < 0)
-			srv_reply_sbx_error(r, 1, "move", rc, e);
+			sbx__srv_reply_sbx_error(r, 1, "move", rc, e);
 		else
 			reply_entry(r, s, dst, "move");
 	} else {
@@ -186,9 +186,9 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method, 
 			pthread_rwlock_unlock(&s->rw);
 		}
 		if (rc < 0)
-			srv_reply_sbx_error(r, 1, "remove", rc, e);
+			sbx__srv_reply_sbx_error(r, 1, "remove", rc, e);
 		else
-			srv_reply_json(r, 200, json_object());
+			sbx__srv_reply_json(r, 200, json_object());
 	}
 }
 
@@ -256,22 +256,22 @@ static int watch_fill(struct srv_stream *st)
 	struct watch *w = st->ctx;
 	if (!w->sent_start) {
 		w->sent_start = 1;
-		srv_envelope(&st->out, 0, json_pack("{s:{}}", "start"));
+		sbx__srv_envelope(&st->out, 0, json_pack("{s:{}}", "start"));
 		return 0;
 	}
 	for (;;) {
 		double now = sbx__now_mono();
 		if (atomic_load(&st->srv->stopping) || w->s->dead) {
-			srv_end_stream(&st->out, "unavailable", w->s->dead ? "sandbox is gone" : "server shutting down");
+			sbx__srv_end_stream(&st->out, "unavailable", w->s->dead ? "sandbox is gone" : "server shutting down");
 			return 1;
 		}
 		if (st->deadline && now >= st->deadline) {
-			srv_end_stream(&st->out, "deadline_exceeded", "watch deadline exceeded");
+			sbx__srv_end_stream(&st->out, "deadline_exceeded", "watch deadline exceeded");
 			return 1;
 		}
 		if (now >= w->next_ka) {
 			w->next_ka = now + st->keepalive_s;
-			srv_envelope(&st->out, 0, json_pack("{s:{}}", "keepalive"));
+			sbx__srv_envelope(&st->out, 0, json_pack("{s:{}}", "keepalive"));
 			return 0;
 		}
 		struct pollfd p = { .fd = w->ifd, .events = POLLIN };
@@ -294,10 +294,10 @@ static int watch_fill(struct srv_stream *st)
 			_cleanup_free_ char *name = *base ? xasprintf("%s/%s", base, ev->name) : xstrdup(ev->name);
 			if (w->recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
 				add_watch(w, name, NULL);
-			srv_envelope(&st->out, 0, json_pack("{s:{s:s,s:s}}", "filesystem", "name", name, "type", type));
+			sbx__srv_envelope(&st->out, 0, json_pack("{s:{s:s,s:s}}", "filesystem", "name", name, "type", type));
 		}
 		if (ended) {
-			srv_end_stream(&st->out, "not_found", "watched directory was removed");
+			sbx__srv_end_stream(&st->out, "not_found", "watched directory was removed");
 			return 1;
 		}
 		if (st->out.len) {
@@ -315,21 +315,21 @@ static void watch_fini(struct srv_stream *st)
 		free(w->rel[i]);
 	free(w->rel);
 	free(w->root);
-	srv_sandbox_put(st->srv, w->s);
+	sbx__srv_sandbox_put(st->srv, w->s);
 	free(w);
 }
 
 static void watch_dir(struct srv_req *r, struct srv_sandbox *s, const char *user)
 {
-	json_t *req = srv_connect_body(r, 1);
+	json_t *req = sbx__srv_connect_body(r, 1);
 	if (!req)
 		return;
 	const char *p = json_string_value(json_object_get(req, "path"));
 	int recursive = json_is_true(json_object_get(req, "recursive"));
-	_cleanup_free_ char *path = p && *p ? srv_resolve_path(s, user, p) : NULL;
+	_cleanup_free_ char *path = p && *p ? sbx__srv_resolve_path(s, user, p) : NULL;
 	json_decref(req);
 	if (!path) {
-		srv_reply_stream_error(r, "invalid_argument", "path is required");
+		sbx__srv_reply_stream_error(r, "invalid_argument", "path is required");
 		return;
 	}
 	sbx_file_info fi = { 0 };
@@ -340,7 +340,7 @@ static void watch_dir(struct srv_req *r, struct srv_sandbox *s, const char *user
 		pthread_rwlock_unlock(&s->rw);
 	}
 	if (rc < 0 || fi.type != SBX_FILE_DIR) {
-		srv_reply_stream_error(r, rc < 0 ? srv_connect_code(rc) : "invalid_argument", "watch %s: %s", path,
+		sbx__srv_reply_stream_error(r, rc < 0 ? sbx__srv_connect_code(rc) : "invalid_argument", "watch %s: %s", path,
 				       rc < 0 && e ? e->msg : "not a directory");
 		sbx_error_free(e);
 		sbx_file_info_clear(&fi);
@@ -361,13 +361,13 @@ static void watch_dir(struct srv_req *r, struct srv_sandbox *s, const char *user
 	st->ctx = w;
 	st->fill = watch_fill;
 	st->fini = watch_fini;
-	st->keepalive_s = srv_keepalive_s(r);
-	double tmo = srv_connect_timeout_s(r);
+	st->keepalive_s = sbx__srv_keepalive_s(r);
+	double tmo = sbx__srv_connect_timeout_s(r);
 	st->deadline = tmo > 0 ? sbx__now_mono() + tmo : 0;
 	w->next_ka = sbx__now_mono() + st->keepalive_s;
 	w->root_wd = w->ifd < 0 ? -1 : add_watch(w, "", &e);
 	if (w->root_wd < 0) {
-		srv_reply_stream_error(r, "internal", "watch %s: %s", path, e ? e->msg : "inotify");
+		sbx__srv_reply_stream_error(r, "internal", "watch %s: %s", path, e ? e->msg : "inotify");
 		sbx_error_free(e);
 		watch_fini(st);
 		sbx__buf_free(&st->out);
@@ -388,12 +388,12 @@ static void watch_dir(struct srv_req *r, struct srv_sandbox *s, const char *user
 				add_watch(w, v[i].path + plen + 1, NULL);
 		sbx_file_info_free(v, n);
 	}
-	srv_reply_stream(r, st);
+	sbx__srv_reply_stream(r, st);
 }
 
-void srv_envd_fs(struct srv_req *r, struct srv_sandbox *s, const char *method)
+void sbx__srv_envd_fs(struct srv_req *r, struct srv_sandbox *s, const char *method)
 {
-	_cleanup_free_ char *user = srv_auth_basic_user(srv_header(r, "Authorization"));
+	_cleanup_free_ char *user = sbx__srv_auth_basic_user(sbx__srv_header(r, "Authorization"));
 	const char *eff = user ? user : s->user;
 	if (strcmp(method, "WatchDir") == 0) {
 		watch_dir(r, s, eff);
@@ -401,10 +401,10 @@ void srv_envd_fs(struct srv_req *r, struct srv_sandbox *s, const char *method)
 	}
 	if (strcmp(method, "Stat") != 0 && strcmp(method, "ListDir") != 0 && strcmp(method, "MakeDir") != 0 &&
 	    strcmp(method, "Move") != 0 && strcmp(method, "Remove") != 0) {
-		srv_reply_connect_error(r, "unimplemented", "filesystem.Filesystem/%s is not supported", method);
+		sbx__srv_reply_connect_error(r, "unimplemented", "filesystem.Filesystem/%s is not supported", method);
 		return;
 	}
-	json_t *req = srv_connect_body(r, 0);
+	json_t *req = sbx__srv_connect_body(r, 0);
 	if (!req)
 		return;
 	unary(r, s, method, req, eff);

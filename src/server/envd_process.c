@@ -47,7 +47,7 @@ static void fan_out(struct srv_proc *pr, json_t *event)
 {
 	sbx_buf frame;
 	sbx__buf_init(&frame, SUB_MAX);
-	srv_envelope(&frame, 0, json_pack("{s:o}", "event", event));
+	sbx__srv_envelope(&frame, 0, json_pack("{s:o}", "event", event));
 	pthread_mutex_lock(&pr->lk);
 	for (struct srv_sub *s = pr->subs; s; s = s->next)
 		if (!s->overflow && sbx__buf_append(&s->q, frame.data, frame.len) < 0)
@@ -59,7 +59,7 @@ static void fan_out(struct srv_proc *pr, json_t *event)
 
 static void emit_data(struct srv_proc *pr, int fd, const char *data, size_t len)
 {
-	char *b64 = srv_b64_encode(data, len);
+	char *b64 = sbx__srv_b64_encode(data, len);
 	const char *key = pr->pty ? "pty" : fd == 1 ? "stdout" : "stderr";
 	fan_out(pr, json_pack("{s:{s:s}}", "data", key, b64));
 	free(b64);
@@ -160,7 +160,7 @@ static void *pump_main(void *arg)
 	pthread_mutex_unlock(&s->plock);
 	struct server *srv = pr->srv;
 	proc_put(pr);
-	srv_sandbox_put(srv, s);
+	sbx__srv_sandbox_put(srv, s);
 	return NULL;
 }
 
@@ -190,7 +190,7 @@ static int pstream_fill(struct srv_stream *st)
 	struct srv_proc *pr = ps->pr;
 	if (!ps->sent_start) {
 		ps->sent_start = 1;
-		srv_envelope(&st->out, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", (int)pr->pid));
+		sbx__srv_envelope(&st->out, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", (int)pr->pid));
 		return 0;
 	}
 	int fin = 0;
@@ -204,37 +204,37 @@ static int pstream_fill(struct srv_stream *st)
 			break;
 		}
 		if (ps->sub->overflow) {
-			srv_end_stream(&st->out, "resource_exhausted", "client did not keep up with the output");
+			sbx__srv_end_stream(&st->out, "resource_exhausted", "client did not keep up with the output");
 			fin = 1;
 			break;
 		}
 		if (pr->exited) {
 			if (pr->timed_out)
-				srv_end_stream(&st->out, "deadline_exceeded", "process deadline (Connect-Timeout-Ms) exceeded");
+				sbx__srv_end_stream(&st->out, "deadline_exceeded", "process deadline (Connect-Timeout-Ms) exceeded");
 			else
-				srv_end_stream(&st->out, NULL, NULL);
+				sbx__srv_end_stream(&st->out, NULL, NULL);
 			fin = 1;
 			break;
 		}
 		if (atomic_load(&st->srv->stopping)) {
-			srv_end_stream(&st->out, "unavailable", "server shutting down");
+			sbx__srv_end_stream(&st->out, "unavailable", "server shutting down");
 			fin = 1;
 			break;
 		}
 		if (st->deadline && now >= st->deadline + (ps->is_start ? 2 : 0)) {
-			srv_end_stream(&st->out, "deadline_exceeded", "deadline exceeded");
+			sbx__srv_end_stream(&st->out, "deadline_exceeded", "deadline exceeded");
 			fin = 1;
 			break;
 		}
 		if (now >= ps->next_ka) {
-			srv_envelope(&st->out, 0, json_pack("{s:{s:{}}}", "event", "keepalive"));
+			sbx__srv_envelope(&st->out, 0, json_pack("{s:{s:{}}}", "event", "keepalive"));
 			ps->next_ka = now + st->keepalive_s;
 			break;
 		}
 		double until = ps->next_ka;
 		if (st->deadline && st->deadline < until)
 			until = st->deadline + 0.01;
-		srv_cond_wait_until(&pr->cv, &pr->lk, until);
+		sbx__srv_cond_wait_until(&pr->cv, &pr->lk, until);
 	}
 	pthread_mutex_unlock(&pr->lk);
 	return fin;
@@ -265,13 +265,13 @@ static void attach(struct srv_req *r, struct srv_proc *pr, double deadline_s, in
 	ps->is_start = is_start;
 	struct srv_stream *st = xcalloc(1, sizeof(*st));
 	sbx__buf_init(&st->out, 2 * SUB_MAX);
-	st->keepalive_s = srv_keepalive_s(r);
+	st->keepalive_s = sbx__srv_keepalive_s(r);
 	ps->next_ka = sbx__now_mono() + st->keepalive_s;
 	st->deadline = deadline_s > 0 ? sbx__now_mono() + deadline_s : 0;
 	st->fill = pstream_fill;
 	st->fini = pstream_fini;
 	st->ctx = ps;
-	srv_reply_stream(r, st);
+	sbx__srv_reply_stream(r, st);
 }
 
 /* Finds a process by {"pid":N} or {"tag":"t"} selector and takes a reference. */
@@ -308,31 +308,31 @@ static int string_list(json_t *a)
 
 static void start(struct srv_req *r, struct srv_sandbox *s)
 {
-	json_t *req = srv_connect_body(r, 1);
+	json_t *req = sbx__srv_connect_body(r, 1);
 	if (!req)
 		return;
-	double tmo = srv_connect_timeout_s(r);
+	double tmo = sbx__srv_connect_timeout_s(r);
 	json_t *proc = json_object_get(req, "process");
 	const char *cmd = json_string_value(json_object_get(proc, "cmd"));
 	json_t *args = json_object_get(proc, "args"), *envs = json_object_get(proc, "envs");
 	json_t *cwdj = json_object_get(proc, "cwd");
 	json_t *stdinj = json_object_get(req, "stdin");
-	_cleanup_free_ char *user = srv_auth_basic_user(srv_header(r, "Authorization"));
+	_cleanup_free_ char *user = sbx__srv_auth_basic_user(sbx__srv_header(r, "Authorization"));
 	_cleanup_free_ char *cwd = NULL;
 	char **argv = NULL, **env = NULL;
 	sbx_process *p = NULL;
 	sbx_error *e = NULL;
 	if (tmo < 0 || !cmd || !*cmd || !string_list(args) || (envs && !json_is_object(envs)) ||
 	    (cwdj && !json_is_string(cwdj) && !json_is_null(cwdj))) {
-		srv_reply_stream_error(r, "invalid_argument", "process.cmd is required; args strings, envs a map, "
+		sbx__srv_reply_stream_error(r, "invalid_argument", "process.cmd is required; args strings, envs a map, "
 							     "Connect-Timeout-Ms a number");
 		goto out;
 	}
 	const char *eff_user = user ? user : s->user;
 	if (json_string_value(cwdj) && *json_string_value(cwdj))
-		cwd = srv_resolve_path(s, eff_user, json_string_value(cwdj));
+		cwd = sbx__srv_resolve_path(s, eff_user, json_string_value(cwdj));
 	else
-		cwd = s->workdir ? xstrdup(s->workdir) : srv_user_home(s, eff_user);
+		cwd = s->workdir ? xstrdup(s->workdir) : sbx__srv_user_home(s, eff_user);
 	sbx__strv_push(&argv, cmd);
 	size_t i;
 	json_t *v;
@@ -365,7 +365,7 @@ static void start(struct srv_req *r, struct srv_sandbox *s)
 	int rc = s->dead ? -ESRCH : sbx_process_start(&p, s->sb, &o, keep_stdin, &e);
 	pthread_rwlock_unlock(&s->rw);
 	if (rc < 0) {
-		srv_reply_stream_error(r, rc == -ENOENT ? "invalid_argument" : srv_connect_code(rc), "start %s: %s",
+		sbx__srv_reply_stream_error(r, rc == -ENOENT ? "invalid_argument" : sbx__srv_connect_code(rc), "start %s: %s",
 				       cmd, e && e->msg ? e->msg : sbx_error_code_name(rc));
 		goto out;
 	}
@@ -406,16 +406,16 @@ out:
 
 static void connect_proc(struct srv_req *r, struct srv_sandbox *s)
 {
-	json_t *req = srv_connect_body(r, 1);
+	json_t *req = sbx__srv_connect_body(r, 1);
 	if (!req)
 		return;
 	struct srv_proc *pr = find_proc(s, json_object_get(req, "process"));
 	json_decref(req);
 	if (!pr) {
-		srv_reply_stream_error(r, "not_found", "process not found");
+		sbx__srv_reply_stream_error(r, "not_found", "process not found");
 		return;
 	}
-	double tmo = srv_connect_timeout_s(r);
+	double tmo = sbx__srv_connect_timeout_s(r);
 	attach(r, pr, tmo > 0 ? tmo : 0, 0);
 	proc_put(pr);
 }
@@ -433,7 +433,7 @@ static void list_procs(struct srv_req *r, struct srv_sandbox *s)
 		json_array_append_new(arr, o);
 	}
 	pthread_mutex_unlock(&s->plock);
-	srv_reply_json(r, 200, json_pack("{s:o}", "processes", arr));
+	sbx__srv_reply_json(r, 200, json_pack("{s:o}", "processes", arr));
 }
 
 static int parse_signal(json_t *v)
@@ -449,12 +449,12 @@ static int parse_signal(json_t *v)
 /* SendInput, SendSignal, CloseStdin, Update. */
 static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method)
 {
-	json_t *req = srv_connect_body(r, 0);
+	json_t *req = sbx__srv_connect_body(r, 0);
 	if (!req)
 		return;
 	struct srv_proc *pr = find_proc(s, json_object_get(req, "process"));
 	if (!pr) {
-		srv_reply_connect_error(r, "not_found", "process not found");
+		sbx__srv_reply_connect_error(r, "not_found", "process not found");
 		json_decref(req);
 		return;
 	}
@@ -463,9 +463,9 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method)
 		sbx_error *e = NULL;
 		int rc = sig ? sbx_process_signal(pr->p, sig, &e) : -EINVAL;
 		if (rc < 0)
-			srv_reply_sbx_error(r, 1, "signal", rc, e);
+			sbx__srv_reply_sbx_error(r, 1, "signal", rc, e);
 		else
-			srv_reply_json(r, 200, json_object());
+			sbx__srv_reply_json(r, 200, json_object());
 	} else if (strcmp(method, "SendInput") == 0) {
 		json_t *in = json_object_get(req, "input");
 		const char *b64 = json_string_value(json_object_get(in, "stdin"));
@@ -475,7 +475,7 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method)
 		sbx__buf_init(&data, SRV_JSON_MAX);
 		pthread_mutex_lock(&pr->lk);
 		int fd = sbx_process_stdin_fd(pr->p);
-		int rc = !b64 || srv_b64_decode(&data, b64) < 0 ? -EINVAL : fd < 0 ? -EPIPE : 0;
+		int rc = !b64 || sbx__srv_b64_decode(&data, b64) < 0 ? -EINVAL : fd < 0 ? -EPIPE : 0;
 		for (size_t off = 0; rc == 0 && off < data.len;) {
 			ssize_t n = send(fd, data.data + off, data.len - off, MSG_NOSIGNAL);
 			if (n < 0 && errno == EINTR)
@@ -488,23 +488,23 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method)
 		pthread_mutex_unlock(&pr->lk);
 		sbx__buf_free(&data);
 		if (rc < 0)
-			srv_reply_connect_error(r, rc == -EINVAL ? "invalid_argument" : "failed_precondition",
+			sbx__srv_reply_connect_error(r, rc == -EINVAL ? "invalid_argument" : "failed_precondition",
 						"send input: %s", rc == -EINVAL ? "bad input" : "stdin is closed");
 		else
-			srv_reply_json(r, 200, json_object());
+			sbx__srv_reply_json(r, 200, json_object());
 	} else if (strcmp(method, "CloseStdin") == 0) {
 		pthread_mutex_lock(&pr->lk);
 		sbx_process_close_stdin(pr->p);
 		pthread_mutex_unlock(&pr->lk);
-		srv_reply_json(r, 200, json_object());
+		sbx__srv_reply_json(r, 200, json_object());
 	} else {
-		srv_reply_json(r, 200, json_object()); /* Update: no pty to resize */
+		sbx__srv_reply_json(r, 200, json_object()); /* Update: no pty to resize */
 	}
 	proc_put(pr);
 	json_decref(req);
 }
 
-void srv_envd_process(struct srv_req *r, struct srv_sandbox *s, const char *method)
+void sbx__srv_envd_process(struct srv_req *r, struct srv_sandbox *s, const char *method)
 {
 	if (strcmp(method, "Start") == 0)
 		start(r, s);
@@ -516,12 +516,12 @@ void srv_envd_process(struct srv_req *r, struct srv_sandbox *s, const char *meth
 		 strcmp(method, "CloseStdin") == 0 || strcmp(method, "Update") == 0)
 		unary(r, s, method);
 	else if (strcmp(method, "StreamInput") == 0)
-		srv_reply_connect_error(r, "unimplemented", "StreamInput is not supported (use SendInput)");
+		sbx__srv_reply_connect_error(r, "unimplemented", "StreamInput is not supported (use SendInput)");
 	else
-		srv_reply_connect_error(r, "unimplemented", "process.Process/%s does not exist", method);
+		sbx__srv_reply_connect_error(r, "unimplemented", "process.Process/%s does not exist", method);
 }
 
-void srv_procs_release(struct srv_sandbox *s)
+void sbx__srv_procs_release(struct srv_sandbox *s)
 {
 	(void)s; /* pump threads hold the sandbox; when it is freed the table is empty */
 }

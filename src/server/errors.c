@@ -40,7 +40,7 @@ static const struct {
 	{ -EPIPE, 409, "failed_precondition" },
 };
 
-int srv_http_status(int code)
+int sbx__srv_http_status(int code)
 {
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
 		if (map[i].code == code)
@@ -48,7 +48,7 @@ int srv_http_status(int code)
 	return 500;
 }
 
-const char *srv_connect_code(int code)
+const char *sbx__srv_connect_code(int code)
 {
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
 		if (map[i].code == code)
@@ -69,7 +69,7 @@ static const struct {
 	{ "unauthenticated", 401 },
 };
 
-int srv_connect_http_status(const char *connect_code)
+int sbx__srv_connect_http_status(const char *connect_code)
 {
 	for (size_t i = 0; i < sizeof(connect_http) / sizeof(connect_http[0]); i++)
 		if (strcmp(connect_http[i].code, connect_code) == 0)
@@ -77,12 +77,12 @@ int srv_connect_http_status(const char *connect_code)
 	return 500;
 }
 
-void srv_reply_sbx_error(struct srv_req *r, int connect, const char *what, int code, sbx_error *e)
+void sbx__srv_reply_sbx_error(struct srv_req *r, int connect, const char *what, int code, sbx_error *e)
 {
 	const char *msg = e && e->msg ? e->msg : sbx_error_code_name(code);
 	if (connect)
-		srv_reply_connect_error(r, srv_connect_code(code), "%s: %s", what, msg);
+		sbx__srv_reply_connect_error(r, sbx__srv_connect_code(code), "%s: %s", what, msg);
 	else
-		srv_reply_error(r, srv_http_status(code), "%s: %s", what, msg);
+		sbx__srv_reply_error(r, sbx__srv_http_status(code), "%s: %s", what, msg);
 	sbx_error_free(e);
 }

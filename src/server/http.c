@@ -53,11 +53,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return MHD_YES;
 	atomic_fetch_add(&srv->m.requests, 1);
 	if (r->too_big)
-		srv_reply_error(r, 413, "request body larger than %zu bytes", r->body.max);
+		sbx__srv_reply_error(r, 413, "request body larger than %zu bytes", r->body.max);
 	else
-		srv_route(r);
+		sbx__srv_route(r);
 	if (!r->queued)
-		srv_reply_error(r, 500, "no response");
+		sbx__srv_reply_error(r, 500, "no response");
 	return MHD_YES;
 }
 
@@ -85,12 +85,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	*con_cls = NULL;
 }
 
-const char *srv_header(struct srv_req *r, const char *name)
+const char *sbx__srv_header(struct srv_req *r, const char *name)
 {
 	return MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, name);
 }
 
-const char *srv_query(struct srv_req *r, const char *name)
+const char *sbx__srv_query(struct srv_req *r, const char *name)
 {
 	return MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, name);
 }
@@ -103,52 +103,52 @@ static void queue(struct srv_req *r, int status, struct MHD_Response *resp, cons
 	MHD_destroy_response(resp);
 	r->status = status;
 	r->queued = 1;
-	srv_metrics_status(r->srv, status);
+	sbx__srv_metrics_status(r->srv, status);
 }
 
-void srv_reply_bytes(struct srv_req *r, int status, const char *ctype, void *data, size_t len)
+void sbx__srv_reply_bytes(struct srv_req *r, int status, const char *ctype, void *data, size_t len)
 {
 	struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(len, data, free);
 	queue(r, status, resp, ctype);
 }
 
-void srv_reply_text(struct srv_req *r, int status, const char *ctype, const char *text)
+void sbx__srv_reply_text(struct srv_req *r, int status, const char *ctype, const char *text)
 {
-	srv_reply_bytes(r, status, ctype, xstrdup(text), strlen(text));
+	sbx__srv_reply_bytes(r, status, ctype, xstrdup(text), strlen(text));
 }
 
-void srv_reply_json(struct srv_req *r, int status, json_t *body)
+void sbx__srv_reply_json(struct srv_req *r, int status, json_t *body)
 {
 	char *s = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	if (!s)
 		s = xstrdup("{}");
-	srv_reply_bytes(r, status, "application/json", s, strlen(s));
+	sbx__srv_reply_bytes(r, status, "application/json", s, strlen(s));
 }
 
-void srv_reply_empty(struct srv_req *r, int status)
+void sbx__srv_reply_empty(struct srv_req *r, int status)
 {
 	struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 	queue(r, status, resp, NULL);
 }
 
-void srv_reply_error(struct srv_req *r, int status, const char *fmt, ...)
+void sbx__srv_reply_error(struct srv_req *r, int status, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
 	char *msg = xvasprintf(fmt, ap);
 	va_end(ap);
-	srv_reply_json(r, status, json_pack("{s:i,s:s}", "code", status, "message", msg));
+	sbx__srv_reply_json(r, status, json_pack("{s:i,s:s}", "code", status, "message", msg));
 	free(msg);
 }
 
-void srv_reply_connect_error(struct srv_req *r, const char *code, const char *fmt, ...)
+void sbx__srv_reply_connect_error(struct srv_req *r, const char *code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
 	char *msg = xvasprintf(fmt, ap);
 	va_end(ap);
-	srv_reply_json(r, srv_connect_http_status(code), json_pack("{s:s,s:s}", "code", code, "message", msg));
+	sbx__srv_reply_json(r, sbx__srv_connect_http_status(code), json_pack("{s:s,s:s}", "code", code, "message", msg));
 	free(msg);
 }
 
@@ -183,7 +183,7 @@ static void stream_free(void *cls)
 	free(s);
 }
 
-void srv_reply_stream(struct srv_req *r, struct srv_stream *s)
+void sbx__srv_reply_stream(struct srv_req *r, struct srv_stream *s)
 {
 	s->srv = r->srv;
 	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read,
@@ -201,7 +201,7 @@ static int parse_addr(struct sockaddr_in *sa, const char *addr, unsigned port)
 	return inet_pton(AF_INET, addr, &sa->sin_addr) == 1 ? 0 : -EINVAL;
 }
 
-int srv_http_start(struct server *srv, void **daemon_out, unsigned *port_out, sbx_error **err)
+int sbx__srv_http_start(struct server *srv, void **daemon_out, unsigned *port_out, sbx_error **err)
 {
 	struct sockaddr_in sa;
 	if (parse_addr(&sa, srv->cfg.listen_addr, srv->cfg.port) < 0)
@@ -223,7 +223,7 @@ int srv_http_start(struct server *srv, void **daemon_out, unsigned *port_out, sb
 	return 0;
 }
 
-void srv_http_stop(void *daemon)
+void sbx__srv_http_stop(void *daemon)
 {
 	if (daemon)
 		MHD_stop_daemon(daemon);

@@ -13,7 +13,7 @@
 static const double bounds[] = { 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120 };
 #define NB (sizeof(bounds) / sizeof(bounds[0]))
 
-void srv_metrics_create(struct server *srv, double seconds, int ok)
+void sbx__srv_metrics_create(struct server *srv, double seconds, int ok)
 {
 	atomic_fetch_add(ok ? &srv->m.creates : &srv->m.create_failures, 1);
 	if (!ok)
@@ -27,13 +27,13 @@ void srv_metrics_create(struct server *srv, double seconds, int ok)
 		;
 }
 
-void srv_metrics_status(struct server *srv, int status)
+void sbx__srv_metrics_status(struct server *srv, int status)
 {
 	if (status >= 400 && status < 600)
 		atomic_fetch_add(&srv->m.errors[status], 1);
 }
 
-void srv_metrics_reply(struct srv_req *r)
+void sbx__srv_metrics_reply(struct srv_req *r)
 {
 	struct server *srv = r->srv;
 	struct srv_metrics *m = &srv->m;
@@ -74,5 +74,5 @@ void srv_metrics_reply(struct srv_req *r)
 	}
 	size_t len = 0;
 	char *text = sbx__buf_steal(&b, &len);
-	srv_reply_bytes(r, 200, "text/plain; version=0.0.4", text, len);
+	sbx__srv_reply_bytes(r, 200, "text/plain; version=0.0.4", text, len);
 }

@@ -18,7 +18,7 @@
 
 #define ENVD_PORT "49983"
 
-size_t srv_split_path(char **segs, size_t max, char **buf, const char *path)
+size_t sbx__srv_split_path(char **segs, size_t max, char **buf, const char *path)
 {
 	*buf = xstrdup(path);
 	size_t n = 0;
@@ -36,41 +36,41 @@ static int is_rpc(const char *url)
 static void unauthorized(struct srv_req *r, int rpc, const char *msg)
 {
 	if (rpc)
-		srv_reply_connect_error(r, "unauthenticated", "%s", msg);
+		sbx__srv_reply_connect_error(r, "unauthenticated", "%s", msg);
 	else
-		srv_reply_error(r, 401, "%s", msg);
+		sbx__srv_reply_error(r, 401, "%s", msg);
 }
 
 static int files_signed(struct srv_req *r, struct srv_sandbox *s)
 {
-	const char *sig = srv_query(r, "signature");
-	const char *path = srv_query(r, "path");
+	const char *sig = sbx__srv_query(r, "signature");
+	const char *path = sbx__srv_query(r, "path");
 	if (!sig || !path)
 		return 0;
 	const char *op = strcmp(r->method, "GET") == 0 ? "read" : "write";
-	return srv_auth_signature_ok(s->token, path, op, srv_query(r, "username"), sig,
-				     srv_query(r, "signature_expiration"));
+	return sbx__srv_auth_signature_ok(s->token, path, op, sbx__srv_query(r, "username"), sig,
+				     sbx__srv_query(r, "signature_expiration"));
 }
 
 static void data_plane(struct srv_req *r, const char *sid)
 {
-	const char *token = srv_header(r, "X-Access-Token");
+	const char *token = sbx__srv_header(r, "X-Access-Token");
 	int rpc = is_rpc(r->url);
-	const char *port = srv_header(r, "E2b-Sandbox-Port");
+	const char *port = sbx__srv_header(r, "E2b-Sandbox-Port");
 	if (port && strcmp(port, ENVD_PORT) != 0) {
-		srv_reply_error(r, 502, "port %s of sandbox %s is not reachable: sbx serve proxies only envd (%s)",
+		sbx__srv_reply_error(r, 502, "port %s of sandbox %s is not reachable: sbx serve proxies only envd (%s)",
 				port, sid ? sid : "?", ENVD_PORT);
 		return;
 	}
 	struct srv_sandbox *s = NULL;
 	if (sid) {
-		s = srv_sandbox_get(r->srv, sid);
+		s = sbx__srv_sandbox_get(r->srv, sid);
 		if (!s) {
-			srv_reply_error(r, 502, "sandbox %s not found", sid);
+			sbx__srv_reply_error(r, 502, "sandbox %s not found", sid);
 			return;
 		}
 	} else {
-		s = token ? srv_sandbox_by_token(r->srv, token) : NULL;
+		s = token ? sbx__srv_sandbox_by_token(r->srv, token) : NULL;
 		if (!s) {
 			unauthorized(r, rpc, token ? "invalid access token" : "missing X-Access-Token");
 			return;
@@ -79,31 +79,31 @@ static void data_plane(struct srv_req *r, const char *sid)
 	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", s->id);
 	int is_health = strcmp(r->url, "/health") == 0;
 	int is_files = strcmp(r->url, "/files") == 0;
-	if (!is_health && !srv_ct_equal(token, s->token) && !(is_files && files_signed(r, s))) {
+	if (!is_health && !sbx__srv_ct_equal(token, s->token) && !(is_files && files_signed(r, s))) {
 		unauthorized(r, rpc, token ? "access token does not belong to this sandbox" : "missing X-Access-Token");
 		goto out;
 	}
 	if (s->paused && !is_health) {
-		srv_reply_error(r, 502, "sandbox %s is paused", s->id);
+		sbx__srv_reply_error(r, 502, "sandbox %s is paused", s->id);
 		goto out;
 	}
 	if (is_health)
-		srv_reply_empty(r, 204);
+		sbx__srv_reply_empty(r, 204);
 	else if (is_files)
-		srv_envd_files(r, s);
+		sbx__srv_envd_files(r, s);
 	else if (sbx__str_startswith(r->url, "/process.Process/"))
-		srv_envd_process(r, s, r->url + strlen("/process.Process/"));
+		sbx__srv_envd_process(r, s, r->url + strlen("/process.Process/"));
 	else if (sbx__str_startswith(r->url, "/filesystem.Filesystem/"))
-		srv_envd_fs(r, s, r->url + strlen("/filesystem.Filesystem/"));
+		sbx__srv_envd_fs(r, s, r->url + strlen("/filesystem.Filesystem/"));
 	else
-		srv_reply_error(r, 404, "no envd endpoint %s", r->url);
+		sbx__srv_reply_error(r, 404, "no envd endpoint %s", r->url);
 out:
-	srv_sandbox_put(r->srv, s);
+	sbx__srv_sandbox_put(r->srv, s);
 }
 
-void srv_route(struct srv_req *r)
+void sbx__srv_route(struct srv_req *r)
 {
-	const char *sid = srv_header(r, "E2b-Sandbox-Id");
+	const char *sid = sbx__srv_header(r, "E2b-Sandbox-Id");
 	if (sid || is_rpc(r->url) || strcmp(r->url, "/files") == 0) {
 		data_plane(r, sid);
 		return;
@@ -112,29 +112,29 @@ void srv_route(struct srv_req *r)
 		/* SDKs before 2.14.1 probe a sandbox's envd /health with only its
 		 * access token: answer for that sandbox (502 = gone, which the SDK
 		 * reads as "not running"), not for the server. */
-		const char *token = srv_header(r, "X-Access-Token");
-		struct srv_sandbox *sb = token ? srv_sandbox_by_token(r->srv, token) : NULL;
+		const char *token = sbx__srv_header(r, "X-Access-Token");
+		struct srv_sandbox *sb = token ? sbx__srv_sandbox_by_token(r->srv, token) : NULL;
 		if (token && !sb) {
-			srv_reply_error(r, 502, "no running sandbox has this access token");
+			sbx__srv_reply_error(r, 502, "no running sandbox has this access token");
 			return;
 		}
 		if (sb)
-			srv_sandbox_put(r->srv, sb);
-		srv_reply_empty(r, 204);
+			sbx__srv_sandbox_put(r->srv, sb);
+		sbx__srv_reply_empty(r, 204);
 		return;
 	}
 	if (strcmp(r->url, "/metrics") == 0 && strcmp(r->method, "GET") == 0) {
-		srv_metrics_reply(r);
+		sbx__srv_metrics_reply(r);
 		return;
 	}
-	const char *key = srv_header(r, "X-API-KEY");
-	if (!srv_auth_api_key_ok(r->srv, key)) {
-		srv_reply_error(r, 401, key ? "invalid API key" : "missing X-API-KEY header");
+	const char *key = sbx__srv_header(r, "X-API-KEY");
+	if (!sbx__srv_auth_api_key_ok(r->srv, key)) {
+		sbx__srv_reply_error(r, 401, key ? "invalid API key" : "missing X-API-KEY header");
 		return;
 	}
 	char *segs[8];
 	_cleanup_free_ char *buf = NULL;
-	size_t n = srv_split_path(segs, 8, &buf, r->url);
+	size_t n = sbx__srv_split_path(segs, 8, &buf, r->url);
 	char **s = segs;
 	size_t k = n;
 	if (k > 0 && (strcmp(s[0], "v2") == 0 || strcmp(s[0], "v3") == 0) && k > 1) {
@@ -142,9 +142,9 @@ void srv_route(struct srv_req *r)
 		k--;
 	}
 	if (k > 0 && strcmp(s[0], "sandboxes") == 0)
-		srv_control(r, segs, n);
+		sbx__srv_control(r, segs, n);
 	else if (k > 0 && strcmp(s[0], "templates") == 0)
-		srv_templates(r, segs, n);
+		sbx__srv_templates(r, segs, n);
 	else
-		srv_reply_error(r, 404, "no endpoint %s %s", r->method, r->url);
+		sbx__srv_reply_error(r, 404, "no endpoint %s %s", r->method, r->url);
 }

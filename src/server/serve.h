@@ -24,8 +24,8 @@ struct srv_config {
 };
 
 /* Runs the server until SIGINT/SIGTERM. Returns the process exit code. */
-int srv_run(const struct srv_config *cfg);
+int sbx__srv_run(const struct srv_config *cfg);
 /* Writes a new API key to <state_dir>/server/api-key (owned in *key_out). */
-int srv_auth_rotate(const char *state_dir, char **key_out, sbx_error **err);
+int sbx__srv_auth_rotate(const char *state_dir, char **key_out, sbx_error **err);
 
 #endif

@@ -24,7 +24,7 @@
 #include "../util/log.h"
 #include "server_int.h"
 
-struct srv_sandbox *srv_sandbox_new(const char *id)
+struct srv_sandbox *sbx__srv_sandbox_new(const char *id)
 {
 	struct srv_sandbox *s = xcalloc(1, sizeof(*s));
 	snprintf(s->id, sizeof(s->id), "%s", id);
@@ -36,7 +36,7 @@ struct srv_sandbox *srv_sandbox_new(const char *id)
 
 static void sandbox_free(struct srv_sandbox *s)
 {
-	srv_procs_release(s);
+	sbx__srv_procs_release(s);
 	sbx_sandbox_free(s->sb);
 	json_decref(s->metadata);
 	json_decref(s->env_vars);
@@ -49,7 +49,7 @@ static void sandbox_free(struct srv_sandbox *s)
 	free(s);
 }
 
-struct srv_sandbox *srv_sandbox_get(struct server *srv, const char *id)
+struct srv_sandbox *sbx__srv_sandbox_get(struct server *srv, const char *id)
 {
 	struct srv_sandbox *found = NULL;
 	pthread_mutex_lock(&srv->lock);
@@ -63,12 +63,12 @@ struct srv_sandbox *srv_sandbox_get(struct server *srv, const char *id)
 	return found;
 }
 
-struct srv_sandbox *srv_sandbox_by_token(struct server *srv, const char *token)
+struct srv_sandbox *sbx__srv_sandbox_by_token(struct server *srv, const char *token)
 {
 	struct srv_sandbox *found = NULL;
 	pthread_mutex_lock(&srv->lock);
 	for (size_t i = 0; i < srv->n; i++)
-		if (srv_ct_equal(token, srv->v[i]->token) && !found) {
+		if (sbx__srv_ct_equal(token, srv->v[i]->token) && !found) {
 			found = srv->v[i];
 			found->refs++;
 		}
@@ -76,7 +76,7 @@ struct srv_sandbox *srv_sandbox_by_token(struct server *srv, const char *token)
 	return found;
 }
 
-void srv_sandbox_put(struct server *srv, struct srv_sandbox *s)
+void sbx__srv_sandbox_put(struct server *srv, struct srv_sandbox *s)
 {
 	if (!s)
 		return;
@@ -87,7 +87,7 @@ void srv_sandbox_put(struct server *srv, struct srv_sandbox *s)
 		sandbox_free(s);
 }
 
-void srv_sandbox_insert(struct server *srv, struct srv_sandbox *s)
+void sbx__srv_sandbox_insert(struct server *srv, struct srv_sandbox *s)
 {
 	pthread_mutex_lock(&srv->lock);
 	if (srv->n == srv->cap) {
@@ -96,10 +96,10 @@ void srv_sandbox_insert(struct server *srv, struct srv_sandbox *s)
 	}
 	srv->v[srv->n++] = s;
 	pthread_mutex_unlock(&srv->lock);
-	srv_timer_kick(srv);
+	sbx__srv_timer_kick(srv);
 }
 
-struct srv_sandbox **srv_sandbox_all(struct server *srv, size_t *n)
+struct srv_sandbox **sbx__srv_sandbox_all(struct server *srv, size_t *n)
 {
 	pthread_mutex_lock(&srv->lock);
 	struct srv_sandbox **v = xcalloc(srv->n + 1, sizeof(*v));
@@ -112,7 +112,7 @@ struct srv_sandbox **srv_sandbox_all(struct server *srv, size_t *n)
 	return v;
 }
 
-int srv_sandbox_kill(struct server *srv, struct srv_sandbox *s, const char *reason)
+int sbx__srv_sandbox_kill(struct server *srv, struct srv_sandbox *s, const char *reason)
 {
 	pthread_mutex_lock(&srv->lock);
 	int found = 0;
@@ -135,7 +135,7 @@ int srv_sandbox_kill(struct server *srv, struct srv_sandbox *s, const char *reas
 		SBX_LOGW("serve: destroy %s: %s", s->id, e ? e->msg : "?");
 	pthread_rwlock_unlock(&s->rw);
 	sbx_error_free(e);
-	srv_state_delete(srv, s->id);
+	sbx__srv_state_delete(srv, s->id);
 	atomic_fetch_add(&srv->m.destroys, 1);
 	if (strcmp(reason, "timeout") == 0)
 		atomic_fetch_add(&srv->m.timeouts, 1);
@@ -143,7 +143,7 @@ int srv_sandbox_kill(struct server *srv, struct srv_sandbox *s, const char *reas
 	return 0;
 }
 
-void srv_timer_kick(struct server *srv)
+void sbx__srv_timer_kick(struct server *srv)
 {
 	pthread_mutex_lock(&srv->lock);
 	pthread_cond_signal(&srv->timer_cv);
@@ -162,10 +162,10 @@ static void reap_dead(struct server *srv)
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(v[i].state, "dead") != 0)
 			continue;
-		struct srv_sandbox *s = srv_sandbox_get(srv, v[i].id);
+		struct srv_sandbox *s = sbx__srv_sandbox_get(srv, v[i].id);
 		if (s) {
-			srv_sandbox_kill(srv, s, "died");
-			srv_sandbox_put(srv, s);
+			sbx__srv_sandbox_kill(srv, s, "died");
+			sbx__srv_sandbox_put(srv, s);
 		}
 	}
 	sbx_sandbox_info_free(v, n);
@@ -199,8 +199,8 @@ static void *timer_main(void *arg)
 		}
 		pthread_mutex_unlock(&srv->lock);
 		for (size_t i = 0; i < ne; i++) {
-			srv_sandbox_kill(srv, expired[i], "timeout");
-			srv_sandbox_put(srv, expired[i]);
+			sbx__srv_sandbox_kill(srv, expired[i], "timeout");
+			sbx__srv_sandbox_put(srv, expired[i]);
 		}
 		if (sbx__now_mono() - last_reap > 5) {
 			reap_dead(srv);
@@ -238,11 +238,11 @@ static void server_id_of(char out[17], const char *state_dir)
 static void drain(struct server *srv, int destroy)
 {
 	size_t n;
-	struct srv_sandbox **v = srv_sandbox_all(srv, &n);
+	struct srv_sandbox **v = sbx__srv_sandbox_all(srv, &n);
 	for (size_t i = 0; i < n; i++) {
 		if (destroy)
-			srv_sandbox_kill(srv, v[i], "shutdown");
-		srv_sandbox_put(srv, v[i]);
+			sbx__srv_sandbox_kill(srv, v[i], "shutdown");
+		sbx__srv_sandbox_put(srv, v[i]);
 	}
 	free(v);
 	for (int i = 0; i < 1000; i++) {
@@ -259,7 +259,7 @@ static void drain(struct server *srv, int destroy)
 	while (srv->n > 0) {
 		struct srv_sandbox *s = srv->v[--srv->n];
 		pthread_mutex_unlock(&srv->lock);
-		srv_sandbox_put(srv, s);
+		sbx__srv_sandbox_put(srv, s);
 		pthread_mutex_lock(&srv->lock);
 	}
 	pthread_mutex_unlock(&srv->lock);
@@ -268,7 +268,7 @@ static void drain(struct server *srv, int destroy)
 static int serve(struct server *srv, sbx_error **err)
 {
 	int created = 0;
-	int r = srv_auth_init(srv, &created, err);
+	int r = sbx__srv_auth_init(srv, &created, err);
 	if (r < 0)
 		return r;
 	sbx_runtime_opts ro = SBX_RUNTIME_OPTS_INIT;
@@ -278,10 +278,10 @@ static int serve(struct server *srv, sbx_error **err)
 	ro.log_level = SBX_LOG_WARN;
 	if ((r = sbx_runtime_new(&srv->rt, &ro, err)) < 0)
 		return r;
-	if ((r = srv_state_open(srv, err)) < 0 || (r = srv_state_reconcile(srv, err)) < 0)
+	if ((r = sbx__srv_state_open(srv, err)) < 0 || (r = sbx__srv_state_reconcile(srv, err)) < 0)
 		return r;
 	void *daemon = NULL;
-	if ((r = srv_http_start(srv, &daemon, &srv->port, err)) < 0)
+	if ((r = sbx__srv_http_start(srv, &daemon, &srv->port, err)) < 0)
 		return r;
 	if (srv->cfg.print_port)
 		printf("%u\n", srv->port);
@@ -302,14 +302,14 @@ static int serve(struct server *srv, sbx_error **err)
 	fprintf(stderr, "sbx serve: signal %d, shutting down%s\n", sig,
 		srv->cfg.destroy_on_exit ? " (destroying sandboxes)" : "");
 	atomic_store(&srv->stopping, 1);
-	srv_timer_kick(srv);
-	srv_http_stop(daemon);
+	sbx__srv_timer_kick(srv);
+	sbx__srv_http_stop(daemon);
 	pthread_join(timer, NULL);
 	drain(srv, srv->cfg.destroy_on_exit);
 	return 0;
 }
 
-int srv_run(const struct srv_config *cfg)
+int sbx__srv_run(const struct srv_config *cfg)
 {
 	struct server *srv = xcalloc(1, sizeof(*srv));
 	srv->cfg = *cfg;
@@ -346,8 +346,8 @@ out:
 	if (err)
 		fprintf(stderr, "sbx serve: %s\n", err->msg);
 	sbx_error_free(err);
-	srv_builds_free(srv);
-	srv_state_close(srv);
+	sbx__srv_builds_free(srv);
+	sbx__srv_state_close(srv);
 	sbx_runtime_free(srv->rt);
 	free(srv->v);
 	free(srv->key_path);

@@ -137,121 +137,121 @@ struct srv_req {
 	int queued;
 };
 
-int srv_http_start(struct server *srv, void **daemon_out, unsigned *port_out, sbx_error **err);
-void srv_http_stop(void *daemon);
-const char *srv_header(struct srv_req *r, const char *name);
-const char *srv_query(struct srv_req *r, const char *name);
-void srv_reply_json(struct srv_req *r, int status, json_t *body); /* steals body */
-void srv_reply_empty(struct srv_req *r, int status);
-void srv_reply_bytes(struct srv_req *r, int status, const char *ctype, void *data, size_t len); /* takes data */
-void srv_reply_text(struct srv_req *r, int status, const char *ctype, const char *text);
+int sbx__srv_http_start(struct server *srv, void **daemon_out, unsigned *port_out, sbx_error **err);
+void sbx__srv_http_stop(void *daemon);
+const char *sbx__srv_header(struct srv_req *r, const char *name);
+const char *sbx__srv_query(struct srv_req *r, const char *name);
+void sbx__srv_reply_json(struct srv_req *r, int status, json_t *body); /* steals body */
+void sbx__srv_reply_empty(struct srv_req *r, int status);
+void sbx__srv_reply_bytes(struct srv_req *r, int status, const char *ctype, void *data, size_t len); /* takes data */
+void sbx__srv_reply_text(struct srv_req *r, int status, const char *ctype, const char *text);
 /* REST error {"code":status,"message":...}. */
-void srv_reply_error(struct srv_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void sbx__srv_reply_error(struct srv_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Unary Connect error {"code":"not_found","message":...}. */
-void srv_reply_connect_error(struct srv_req *r, const char *code, const char *fmt, ...)
+void sbx__srv_reply_connect_error(struct srv_req *r, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Starts a streaming response; takes ownership of s (fini runs at the end). */
-void srv_reply_stream(struct srv_req *r, struct srv_stream *s);
+void sbx__srv_reply_stream(struct srv_req *r, struct srv_stream *s);
 
 /* ---- router.c ------------------------------------------------------------ */
 
-void srv_route(struct srv_req *r);
+void sbx__srv_route(struct srv_req *r);
 /* Splits url path into at most max segments (owned copy in *buf). */
-size_t srv_split_path(char **segs, size_t max, char **buf, const char *path);
+size_t sbx__srv_split_path(char **segs, size_t max, char **buf, const char *path);
 
 /* ---- errors.c ------------------------------------------------------------ */
 
 /* The one map from sbx error codes to HTTP statuses and Connect code strings. */
-int srv_http_status(int code);
-const char *srv_connect_code(int code);
-int srv_connect_http_status(const char *connect_code);
+int sbx__srv_http_status(int code);
+const char *sbx__srv_connect_code(int code);
+int sbx__srv_connect_http_status(const char *connect_code);
 /* Replies with a REST or Connect error for an sbx error (frees e). */
-void srv_reply_sbx_error(struct srv_req *r, int connect, const char *what, int code, sbx_error *e);
+void sbx__srv_reply_sbx_error(struct srv_req *r, int connect, const char *what, int code, sbx_error *e);
 
 /* ---- auth.c -------------------------------------------------------------- */
 
-int srv_auth_init(struct server *srv, int *created, sbx_error **err);
+int sbx__srv_auth_init(struct server *srv, int *created, sbx_error **err);
 
-int srv_auth_api_key_ok(struct server *srv, const char *given);
-void srv_auth_new_token(char out[65]);
-int srv_ct_equal(const char *a, const char *b);
+int sbx__srv_auth_api_key_ok(struct server *srv, const char *given);
+void sbx__srv_auth_new_token(char out[65]);
+int sbx__srv_ct_equal(const char *a, const char *b);
 /* Verifies a /files URL signature; 1 when valid. */
-int srv_auth_signature_ok(const char *token, const char *path, const char *op, const char *user,
+int sbx__srv_auth_signature_ok(const char *token, const char *path, const char *op, const char *user,
 			  const char *sig, const char *expiration);
 /* User from "Authorization: Basic base64(user:)" (owned) or NULL. */
-char *srv_auth_basic_user(const char *header);
-char *srv_b64_encode(const void *data, size_t len);
-int srv_b64_decode(sbx_buf *out, const char *s);
+char *sbx__srv_auth_basic_user(const char *header);
+char *sbx__srv_b64_encode(const void *data, size_t len);
+int sbx__srv_b64_decode(sbx_buf *out, const char *s);
 
 /* ---- sandboxes (server.c) ------------------------------------------------ */
 
 /* Looks up a live sandbox and takes a reference (NULL when unknown). */
-struct srv_sandbox *srv_sandbox_get(struct server *srv, const char *id);
+struct srv_sandbox *sbx__srv_sandbox_get(struct server *srv, const char *id);
 /* Finds the sandbox owning an envd token (constant-time per entry). */
-struct srv_sandbox *srv_sandbox_by_token(struct server *srv, const char *token);
-void srv_sandbox_put(struct server *srv, struct srv_sandbox *s);
+struct srv_sandbox *sbx__srv_sandbox_by_token(struct server *srv, const char *token);
+void sbx__srv_sandbox_put(struct server *srv, struct srv_sandbox *s);
 /* Adds a new record to the table (takes the creator's reference). */
-void srv_sandbox_insert(struct server *srv, struct srv_sandbox *s);
-struct srv_sandbox *srv_sandbox_new(const char *id);
+void sbx__srv_sandbox_insert(struct server *srv, struct srv_sandbox *s);
+struct srv_sandbox *sbx__srv_sandbox_new(const char *id);
 /* Removes from the table, destroys the sandbox and its row. 0 or -ENOENT. */
-int srv_sandbox_kill(struct server *srv, struct srv_sandbox *s, const char *reason);
-/* Snapshot of the table with references taken; release with srv_sandbox_put each. */
-struct srv_sandbox **srv_sandbox_all(struct server *srv, size_t *n);
-void srv_timer_kick(struct server *srv);
+int sbx__srv_sandbox_kill(struct server *srv, struct srv_sandbox *s, const char *reason);
+/* Snapshot of the table with references taken; release with sbx__srv_sandbox_put each. */
+struct srv_sandbox **sbx__srv_sandbox_all(struct server *srv, size_t *n);
+void sbx__srv_timer_kick(struct server *srv);
 
 /* ---- state.c ------------------------------------------------------------- */
 
-int srv_state_open(struct server *srv, sbx_error **err);
-void srv_state_close(struct server *srv);
-void srv_state_save(struct server *srv, struct srv_sandbox *s);
-void srv_state_delete(struct server *srv, const char *id);
+int sbx__srv_state_open(struct server *srv, sbx_error **err);
+void sbx__srv_state_close(struct server *srv);
+void sbx__srv_state_save(struct server *srv, struct srv_sandbox *s);
+void sbx__srv_state_delete(struct server *srv, const char *id);
 /* Re-adopts or reaps every recorded sandbox, then reaps unrecorded ones. */
-int srv_state_reconcile(struct server *srv, sbx_error **err);
-json_t *srv_sandbox_to_row(const struct srv_sandbox *s);
+int sbx__srv_state_reconcile(struct server *srv, sbx_error **err);
+json_t *sbx__srv_sandbox_to_row(const struct srv_sandbox *s);
 
 /* ---- control.c / templates.c -------------------------------------------- */
 
-void srv_control(struct srv_req *r, char **seg, size_t nseg);
-void srv_templates(struct srv_req *r, char **seg, size_t nseg);
+void sbx__srv_control(struct srv_req *r, char **seg, size_t nseg);
+void sbx__srv_templates(struct srv_req *r, char **seg, size_t nseg);
 /* templateID (id, name:tag, alias, "base") -> image name (owned); -ENOENT. */
-int srv_template_resolve(struct server *srv, const char *template_id, char **image_out,
+int sbx__srv_template_resolve(struct server *srv, const char *template_id, char **image_out,
 			 sbx_error **err);
-void srv_builds_free(struct server *srv);
-char *srv_rfc3339(double t);
+void sbx__srv_builds_free(struct server *srv);
+char *sbx__srv_rfc3339(double t);
 
 /* ---- data plane ---------------------------------------------------------- */
 
 /* Parses a Connect request body (envelope or bare JSON); NULL + error reply sent. */
-json_t *srv_connect_body(struct srv_req *r, int streaming);
-int srv_connect_is_stream(struct srv_req *r);
+json_t *sbx__srv_connect_body(struct srv_req *r, int streaming);
+int sbx__srv_connect_is_stream(struct srv_req *r);
 /* Appends one envelope (flags 0 or 2) with JSON payload (stolen). */
-int srv_envelope(sbx_buf *b, unsigned flags, json_t *payload);
+int sbx__srv_envelope(sbx_buf *b, unsigned flags, json_t *payload);
 /* Appends the end-stream frame: {} or {"error":{code,message}}. */
-void srv_end_stream(sbx_buf *b, const char *code, const char *msg);
+void sbx__srv_end_stream(sbx_buf *b, const char *code, const char *msg);
 /* A stream that sends only an error end-stream (errors before streaming). */
-void srv_reply_stream_error(struct srv_req *r, const char *code, const char *fmt, ...)
+void sbx__srv_reply_stream_error(struct srv_req *r, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-double srv_keepalive_s(struct srv_req *r);
+double sbx__srv_keepalive_s(struct srv_req *r);
 /* Connect-Timeout-Ms as seconds (0 = none); -1 when malformed. */
-double srv_connect_timeout_s(struct srv_req *r);
+double sbx__srv_connect_timeout_s(struct srv_req *r);
 /* Waits on cv until `deadline` (monotonic) or at most 0.5 s. */
-void srv_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *lk, double deadline);
+void sbx__srv_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *lk, double deadline);
 
-void srv_envd_process(struct srv_req *r, struct srv_sandbox *s, const char *method);
-void srv_envd_fs(struct srv_req *r, struct srv_sandbox *s, const char *method);
-void srv_envd_files(struct srv_req *r, struct srv_sandbox *s);
+void sbx__srv_envd_process(struct srv_req *r, struct srv_sandbox *s, const char *method);
+void sbx__srv_envd_fs(struct srv_req *r, struct srv_sandbox *s, const char *method);
+void sbx__srv_envd_files(struct srv_req *r, struct srv_sandbox *s);
 /* Frees the process table (sandbox is going away). */
-void srv_procs_release(struct srv_sandbox *s);
+void sbx__srv_procs_release(struct srv_sandbox *s);
 /* The user and cwd for a call: user from Basic auth (or default), home dir. */
-char *srv_user_home(struct srv_sandbox *s, const char *user);
+char *sbx__srv_user_home(struct srv_sandbox *s, const char *user);
 /* Resolves a path against the user's home; owned. */
-char *srv_resolve_path(struct srv_sandbox *s, const char *user, const char *path);
-json_t *srv_entry_info(const sbx_file_info *f);
+char *sbx__srv_resolve_path(struct srv_sandbox *s, const char *user, const char *path);
+json_t *sbx__srv_entry_info(const sbx_file_info *f);
 
 /* ---- metrics.c ----------------------------------------------------------- */
 
-void srv_metrics_create(struct server *srv, double seconds, int ok);
-void srv_metrics_status(struct server *srv, int status);
-void srv_metrics_reply(struct srv_req *r);
+void sbx__srv_metrics_create(struct server *srv, double seconds, int ok);
+void sbx__srv_metrics_status(struct server *srv, int status);
+void sbx__srv_metrics_reply(struct srv_req *r);
 
 #endif

@@ -19,7 +19,7 @@
 #include "../util/log.h"
 #include "server_int.h"
 
-int srv_state_open(struct server *srv, sbx_error **err)
+int sbx__srv_state_open(struct server *srv, sbx_error **err)
 {
 	_cleanup_free_ char *path = xasprintf("%s/server/server.db", srv->cfg.state_dir);
 	sqlite3 *db = NULL;
@@ -44,14 +44,14 @@ int srv_state_open(struct server *srv, sbx_error **err)
 	return 0;
 }
 
-void srv_state_close(struct server *srv)
+void sbx__srv_state_close(struct server *srv)
 {
 	if (srv->db)
 		sqlite3_close(srv->db);
 	srv->db = NULL;
 }
 
-json_t *srv_sandbox_to_row(const struct srv_sandbox *s)
+json_t *sbx__srv_sandbox_to_row(const struct srv_sandbox *s)
 {
 	return json_pack("{s:s,s:s,s:s?,s:s,s:O,s:O,s:f,s:f,s:b,s:b,s:s?,s:s?}", "id", s->id, "templateID",
 			 s->template_id, "alias", s->alias, "token", s->token, "metadata", s->metadata, "envVars",
@@ -76,16 +76,16 @@ static void exec_stmt(struct server *srv, const char *sql, const char *a, const 
 	pthread_mutex_unlock(&srv->db_lock);
 }
 
-void srv_state_save(struct server *srv, struct srv_sandbox *s)
+void sbx__srv_state_save(struct server *srv, struct srv_sandbox *s)
 {
-	json_t *row = srv_sandbox_to_row(s);
+	json_t *row = sbx__srv_sandbox_to_row(s);
 	char *data = json_dumps(row, JSON_COMPACT);
 	json_decref(row);
 	exec_stmt(srv, "INSERT OR REPLACE INTO sandboxes (id, data) VALUES (?1, ?2)", s->id, data);
 	free(data);
 }
 
-void srv_state_delete(struct server *srv, const char *id)
+void sbx__srv_state_delete(struct server *srv, const char *id)
 {
 	exec_stmt(srv, "DELETE FROM sandboxes WHERE id = ?1", id, NULL);
 }
@@ -101,7 +101,7 @@ static struct srv_sandbox *from_row(const char *id, const char *data)
 	json_t *o = json_loads(data, 0, NULL);
 	if (!o)
 		return NULL;
-	struct srv_sandbox *s = srv_sandbox_new(id);
+	struct srv_sandbox *s = sbx__srv_sandbox_new(id);
 	s->template_id = jstr(o, "templateID");
 	if (!s->template_id)
 		s->template_id = xstrdup("base");
@@ -134,7 +134,7 @@ static void reap_id(struct server *srv, const char *id, const char *why)
 	if (r < 0 && r != -ENOENT)
 		SBX_LOGW("serve: reap %s: %s", id, e ? e->msg : "?");
 	sbx_error_free(e);
-	srv_state_delete(srv, id);
+	sbx__srv_state_delete(srv, id);
 	fprintf(stderr, "sbx serve: reaped sandbox %s (%s)\n", id, why);
 }
 
@@ -161,7 +161,7 @@ static void adopt_rows(struct server *srv, size_t *adopted, size_t *reaped)
 		sbx_error *e = NULL;
 		if (s && sbx_sandbox_open(&s->sb, srv->rt, "local", s->id, &e) == 0 &&
 		    (s->paused || s->end_at <= 0 || s->end_at > now)) {
-			srv_sandbox_insert(srv, s);
+			sbx__srv_sandbox_insert(srv, s);
 			(*adopted)++;
 		} else {
 			if (s && s->sb)
@@ -169,7 +169,7 @@ static void adopt_rows(struct server *srv, size_t *adopted, size_t *reaped)
 			reap_id(srv, ids[i], s && s->sb ? "expired while the server was down" : "not running");
 			(*reaped)++;
 			if (s)
-				srv_sandbox_put(srv, s);
+				sbx__srv_sandbox_put(srv, s);
 		}
 		sbx_error_free(e);
 		free(ids[i]);
@@ -179,7 +179,7 @@ static void adopt_rows(struct server *srv, size_t *adopted, size_t *reaped)
 	free(datas);
 }
 
-int srv_state_reconcile(struct server *srv, sbx_error **err)
+int sbx__srv_state_reconcile(struct server *srv, sbx_error **err)
 {
 	size_t adopted = 0, reaped = 0;
 	adopt_rows(srv, &adopted, &reaped);
@@ -191,9 +191,9 @@ int srv_state_reconcile(struct server *srv, sbx_error **err)
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n; i++) {
-		struct srv_sandbox *s = srv_sandbox_get(srv, v[i].id);
+		struct srv_sandbox *s = sbx__srv_sandbox_get(srv, v[i].id);
 		if (s) {
-			srv_sandbox_put(srv, s);
+			sbx__srv_sandbox_put(srv, s);
 			continue;
 		}
 		reap_id(srv, v[i].id, "no record");

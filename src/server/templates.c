@@ -37,7 +37,7 @@ struct srv_build {
 	struct srv_build *next;
 };
 
-int srv_template_resolve(struct server *srv, const char *template_id, char **image_out, sbx_error **err)
+int sbx__srv_template_resolve(struct server *srv, const char *template_id, char **image_out, sbx_error **err)
 {
 	const char *name = template_id;
 	if (strcmp(name, "base") == 0 && srv->cfg.default_template)
@@ -54,7 +54,7 @@ int srv_template_resolve(struct server *srv, const char *template_id, char **ima
 
 static json_t *template_json(const sbx_image *img)
 {
-	char *created = srv_rfc3339(img->created);
+	char *created = sbx__srv_rfc3339(img->created);
 	json_t *o = json_pack("{s:s,s:s,s:[s],s:[s],s:i,s:i,s:i,s:b,s:s,s:s,s:s,s:i,s:i,s:s,s:s}", "templateID", img->name,
 			      "buildID", img->id, "names", img->name, "aliases", img->name, "cpuCount", 2, "memoryMB",
 			      512, "diskSizeMB", (int)(img->size >> 20), "public", 0, "createdAt", created, "updatedAt",
@@ -71,14 +71,14 @@ static void list_templates(struct srv_req *r)
 	sbx_error *e = NULL;
 	int rc = sbx_image_list(&v, &n, r->srv->rt, &e);
 	if (rc < 0) {
-		srv_reply_sbx_error(r, 0, "list templates", rc, e);
+		sbx__srv_reply_sbx_error(r, 0, "list templates", rc, e);
 		return;
 	}
 	json_t *arr = json_array();
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(arr, template_json(v[i]));
 	sbx_image_list_free(v, n);
-	srv_reply_json(r, 200, arr);
+	sbx__srv_reply_json(r, 200, arr);
 }
 
 static struct srv_build *find_build(struct server *srv, const char *tid, const char *bid)
@@ -91,7 +91,7 @@ static struct srv_build *find_build(struct server *srv, const char *tid, const c
 
 static void add_log(struct srv_build *b, const char *level, const char *msg)
 {
-	char *ts = srv_rfc3339(sbx__now_real());
+	char *ts = sbx__srv_rfc3339(sbx__now_real());
 	pthread_mutex_lock(&b->srv->build_lock);
 	json_array_append_new(b->logs, json_pack("{s:s,s:s,s:s}", "timestamp", ts, "level", level, "message", msg));
 	pthread_mutex_unlock(&b->srv->build_lock);
@@ -175,7 +175,7 @@ static int dockerfile(char **out, struct srv_build *b, const char *ctx, sbx_erro
 	const char *from_t = json_string_value(json_object_get(spec, "fromTemplate"));
 	_cleanup_free_ char *base = NULL;
 	if (from_t) {
-		int r = srv_template_resolve(b->srv, from_t, &base, err);
+		int r = sbx__srv_template_resolve(b->srv, from_t, &base, err);
 		if (r < 0)
 			return r;
 		from = base;
@@ -271,7 +271,7 @@ static void request_build(struct srv_req *r)
 	if (!name)
 		name = json_string_value(json_object_get(body, "alias"));
 	if (!name || !*name || strchr(name, '/') || strchr(name, ' ')) {
-		srv_reply_error(r, 400, "template name is required");
+		sbx__srv_reply_error(r, 400, "template name is required");
 		json_decref(body);
 		return;
 	}
@@ -293,7 +293,7 @@ static void request_build(struct srv_req *r)
 	r->srv->builds = b;
 	pthread_mutex_unlock(&r->srv->build_lock);
 	json_decref(body);
-	srv_reply_json(r, 202, resp);
+	sbx__srv_reply_json(r, 202, resp);
 }
 
 static void start_build(struct srv_req *r, const char *tid, const char *bid)
@@ -302,7 +302,7 @@ static void start_build(struct srv_req *r, const char *tid, const char *bid)
 	json_t *spec = json_loadb(r->body.data ? r->body.data : "", r->body.len, 0, &je);
 	if (!json_is_object(spec)) {
 		json_decref(spec);
-		srv_reply_error(r, 400, "build spec is not a JSON object");
+		sbx__srv_reply_error(r, 400, "build spec is not a JSON object");
 		return;
 	}
 	pthread_mutex_lock(&r->srv->build_lock);
@@ -315,19 +315,19 @@ static void start_build(struct srv_req *r, const char *tid, const char *bid)
 	pthread_mutex_unlock(&r->srv->build_lock);
 	if (!ok) {
 		json_decref(spec);
-		srv_reply_error(r, b ? 409 : 404, b ? "build already started" : "build %s not found", bid);
+		sbx__srv_reply_error(r, b ? 409 : 404, b ? "build already started" : "build %s not found", bid);
 		return;
 	}
 	pthread_create(&b->thread, NULL, build_main, b);
-	srv_reply_empty(r, 202);
+	sbx__srv_reply_empty(r, 202);
 }
 
 static void build_status(struct srv_req *r, const char *tid, const char *bid)
 {
 	uint64_t off = 0, limit = 100;
-	const char *o = srv_query(r, "logsOffset"), *l = srv_query(r, "limit");
+	const char *o = sbx__srv_query(r, "logsOffset"), *l = sbx__srv_query(r, "limit");
 	if ((o && sbx__parse_u64(&off, o) < 0) || (l && sbx__parse_u64(&limit, l) < 0)) {
-		srv_reply_error(r, 400, "bad logsOffset or limit");
+		sbx__srv_reply_error(r, 400, "bad logsOffset or limit");
 		return;
 	}
 	pthread_mutex_lock(&r->srv->build_lock);
@@ -347,16 +347,16 @@ static void build_status(struct srv_req *r, const char *tid, const char *bid)
 	}
 	pthread_mutex_unlock(&r->srv->build_lock);
 	if (!resp)
-		srv_reply_error(r, 404, "build %s of template %s not found", bid, tid);
+		sbx__srv_reply_error(r, 404, "build %s of template %s not found", bid, tid);
 	else
-		srv_reply_json(r, 200, resp);
+		sbx__srv_reply_json(r, 200, resp);
 }
 
 /* GET: is the COPY tarball here; PUT: store it. */
 static void build_files(struct srv_req *r, const char *tid, const char *hash)
 {
 	if (strspn(hash, "0123456789abcdef") != strlen(hash) || strlen(hash) > 128) {
-		srv_reply_error(r, 400, "bad files hash");
+		sbx__srv_reply_error(r, 400, "bad files hash");
 		return;
 	}
 	_cleanup_free_ char *path = files_path(r->srv, hash);
@@ -367,24 +367,24 @@ static void build_files(struct srv_req *r, const char *tid, const char *hash)
 		if (rc == 0)
 			rc = sbx__write_file_atomic(path, r->body.data ? r->body.data : "", r->body.len, 0600, &e);
 		if (rc < 0)
-			srv_reply_sbx_error(r, 0, "store files", rc, e);
+			sbx__srv_reply_sbx_error(r, 0, "store files", rc, e);
 		else
-			srv_reply_empty(r, 200);
+			sbx__srv_reply_empty(r, 200);
 		return;
 	}
 	int present = access(path, F_OK) == 0;
 	json_t *resp = json_pack("{s:b}", "present", present);
 	if (!present) {
-		const char *host = srv_header(r, "Host");
+		const char *host = sbx__srv_header(r, "Host");
 		char *url = xasprintf("http://%s/templates/%s/files/%s", host ? host : "127.0.0.1", tid, hash);
 		json_object_set_new(resp, "url", json_string(url));
 		json_object_set_new(resp, "headers", json_pack("{s:s}", "X-API-KEY", r->srv->api_key));
 		free(url);
 	}
-	srv_reply_json(r, 201, resp);
+	sbx__srv_reply_json(r, 201, resp);
 }
 
-void srv_templates(struct srv_req *r, char **seg, size_t nseg)
+void sbx__srv_templates(struct srv_req *r, char **seg, size_t nseg)
 {
 	int ver = strcmp(seg[0], "v2") == 0 ? 2 : strcmp(seg[0], "v3") == 0 ? 3 : 1;
 	char **s = ver > 1 ? seg + 1 : seg;
@@ -396,10 +396,10 @@ void srv_templates(struct srv_req *r, char **seg, size_t nseg)
 		request_build(r);
 	} else if (n == 3 && strcmp(s[1], "aliases") == 0 && strcmp(m, "GET") == 0) {
 		_cleanup_free_ char *img = NULL;
-		if (srv_template_resolve(r->srv, s[2], &img, NULL) == 0)
-			srv_reply_json(r, 200, json_pack("{s:s,s:b}", "templateID", img, "public", 0));
+		if (sbx__srv_template_resolve(r->srv, s[2], &img, NULL) == 0)
+			sbx__srv_reply_json(r, 200, json_pack("{s:s,s:b}", "templateID", img, "public", 0));
 		else
-			srv_reply_error(r, 404, "template alias %s not found", s[2]);
+			sbx__srv_reply_error(r, 404, "template alias %s not found", s[2]);
 	} else if (n == 4 && strcmp(s[2], "builds") == 0 && strcmp(m, "POST") == 0) {
 		start_build(r, s[1], s[3]);
 	} else if (n == 5 && strcmp(s[2], "builds") == 0 && strcmp(s[4], "status") == 0 && strcmp(m, "GET") == 0) {
@@ -410,15 +410,15 @@ void srv_templates(struct srv_req *r, char **seg, size_t nseg)
 		sbx_error *e = NULL;
 		int rc = sbx_image_remove(r->srv->rt, s[1], &e);
 		if (rc < 0)
-			srv_reply_sbx_error(r, 0, "delete template", rc, e);
+			sbx__srv_reply_sbx_error(r, 0, "delete template", rc, e);
 		else
-			srv_reply_empty(r, 204);
+			sbx__srv_reply_empty(r, 204);
 	} else {
-		srv_reply_error(r, 404, "no endpoint %s %s", m, r->url);
+		sbx__srv_reply_error(r, 404, "no endpoint %s %s", m, r->url);
 	}
 }
 
-void srv_builds_free(struct server *srv)
+void sbx__srv_builds_free(struct server *srv)
 {
 	struct srv_build *b = srv->builds;
 	while (b) {
