@@ -846,8 +846,12 @@ Test(server, scale, .timeout = 1800)
 	for (int i = 0; i < n; i++)
 		v[i] = create_sb("{\"templateID\":\"base\",\"timeout\":3600}", 1);
 	double t1 = now_s();
-	struct resp r = api("GET", "/v2/sandboxes?limit=100", NULL);
-	cr_assert_neq(r.next[0], '\0');
+	/* a page smaller than the population must point to the next one */
+	char page[64];
+	snprintf(page, sizeof(page), "/v2/sandboxes?limit=%d", n > 100 ? 100 : (n > 1 ? n - 1 : 1));
+	struct resp r = api("GET", page, NULL);
+	if (n > 1)
+		cr_assert_neq(r.next[0], '\0', "no X-Next-Token with %d sandboxes", n);
 	free(r.body);
 	r = req("GET", "/metrics", NULL, NULL, 0, 0, 0);
 	char want[64];
