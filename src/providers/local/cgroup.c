@@ -390,13 +390,11 @@ int sbx__cg_freeze(const struct cg_layout *cg, const char *id, int freeze, sbx_e
 			size_t n;
 			if (sbx__read_file(&data, &n, procs, 1 << 20, err) < 0)
 				return -EIO;
-			int moved = 0;
 			char *rest = data, *l;
 			while ((l = strsep(&rest, "\n")) != NULL)
-				if (*l && write_str(d, "cgroup.procs", l) == 0)
-					moved++;
+				if (*l)
+					write_str(d, "cgroup.procs", l);
 			free(data);
-			(void)moved;
 			if (write_str(d, "freezer.state", "FROZEN") < 0)
 				return sbx_error_setsys(err, -errno, errno, "freeze %s", d);
 			/* A process forked while we moved others is still outside: go again. */

@@ -255,27 +255,21 @@ static int await_ready(struct local_sb *sb, int sync, sbx_error **err)
 	return sbx_error_set(err, -e, "sandbox %s: %s", sb->id, msg);
 }
 
-static void fill_state(struct local_state *st, struct local_sb *sb, const sbx_sandbox_opts *o,
-		       const char *status)
-{
-	memset(st, 0, sizeof(*st));
-	st->id = sb->id;
-	st->image = (char *)o->image;
-	st->status = (char *)status;
-	st->pid = sb->pid;
-	st->start = sb->start;
-	st->owner = getpid();
-	st->owner_start = sbx__proc_starttime(getpid());
-	st->detach = o->detach;
-	st->created = sbx__now_real();
-	st->expires = o->ttl_s ? st->created + o->ttl_s : 0;
-	st->labels = (char **)o->labels;
-}
-
 static int write_state(struct local_sb *sb, const sbx_sandbox_opts *o, sbx_error **err)
 {
-	struct local_state st;
-	fill_state(&st, sb, o, "running");
+	struct local_state st = {
+		.id = sb->id,
+		.image = (char *)o->image,
+		.status = (char *)"running",
+		.pid = sb->pid,
+		.start = sb->start,
+		.owner = getpid(),
+		.owner_start = sbx__proc_starttime(getpid()),
+		.detach = o->detach,
+		.created = sbx__now_real(),
+		.labels = (char **)o->labels,
+	};
+	st.expires = o->ttl_s ? st.created + o->ttl_s : 0;
 	_cleanup_free_ char *path = path_of(sb, "json");
 	return sbx__state_write(path, &st, err);
 }
