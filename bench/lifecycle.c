@@ -63,9 +63,22 @@ static void print_err(const char *what, int r, sbx_error *e)
 		sbx_error_code_name(r));
 }
 
+static void log_stderr(sbx_log_level level, const char *msg, void *payload)
+{
+	(void)level;
+	(void)payload;
+	fprintf(stderr, "sbx: %s\n", msg);
+}
+
 static int runtime_open(sbx_runtime **out)
 {
 	sbx_runtime_opts ro = SBX_RUNTIME_OPTS_INIT;
+	/* SBX_LOG=debug shows the library's per-stage timings of each call. */
+	const char *lv = getenv("SBX_LOG");
+	if (lv && strcmp(lv, "debug") == 0) {
+		ro.log = log_stderr;
+		ro.log_level = SBX_LOG_DEBUG;
+	}
 	sbx_error *e = NULL;
 	int r = sbx_runtime_new(out, &ro, &e);
 	if (r < 0)
