@@ -37,6 +37,14 @@ void sbx__strv_push(char ***v, const char *s)
 	(*v)[n + 1] = NULL;
 }
 
+bool sbx__strv_contains(char *const *v, const char *s)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		if (strcmp(v[i], s) == 0)
+			return true;
+	return false;
+}
+
 void sbx__strv_free(char **v)
 {
 	if (!v)

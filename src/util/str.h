@@ -13,6 +13,8 @@ char **sbx__strv_dup(const char *const *v);
 /* Appends a copy of s; *v may be NULL. */
 void sbx__strv_push(char ***v, const char *s);
 void sbx__strv_free(char **v);
+/* Whether v (may be NULL) holds a string equal to s. */
+bool sbx__strv_contains(char *const *v, const char *s);
 /* Finds "key=" in a KEY=VALUE vector; returns the index or -1. */
 int sbx__strv_find_key(char *const *v, const char *kv);
 /* Sets KEY=VALUE (replacing an existing KEY). */

@@ -263,3 +263,22 @@ Test(cleanup, destroy_is_idempotent_and_open_by_id_works)
 	cr_assert_eq(sbx_sandbox_destroy(sb, NULL), 0);
 	sbx_sandbox_free(sb);
 }
+
+/* The namespace pool holds a bounded number of namespace fds and gives them
+ * all back when the runtime is freed. */
+Test(cleanup, namespace_pool_is_bounded_and_released)
+{
+	int ns0 = sbx_test_count_ns_fds();
+	sbx_runtime *rt2 = sbx_test_runtime();
+	for (int i = 0; i < 10; i++)
+		destroy(sbx_test_sandbox(rt2, NULL));
+	usleep(100000);
+	int held = sbx_test_count_ns_fds() - ns0;
+	const char *v = getenv("SBX_NS_POOL");
+	int target = v && *v ? atoi(v) : 2;
+	cr_assert_leq(held, 3 * target, "%d namespace fds held, pool target %d", held, target);
+	if (target > 0)
+		cr_assert_gt(held, 0, "the pool never filled");
+	sbx_test_runtime_free(rt2);
+	cr_assert_eq(sbx_test_count_ns_fds(), ns0, "namespace fds left after the runtime was freed");
+}

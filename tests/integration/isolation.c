@@ -153,3 +153,50 @@ Test(isolation, sandboxes_do_not_see_each_other)
 	destroy(a);
 	destroy(b);
 }
+
+/* Sandboxes served from the namespace pool (nspool.c; it starts at a
+ * process's second create) each get their own fresh network, UTS and IPC
+ * namespaces: never the host's, never another sandbox's, loopback up. */
+Test(isolation, pooled_namespaces_are_fresh_and_distinct)
+{
+	enum { N = 6 };
+	sbx_sandbox *sb[N];
+	char *ids[N];
+	char host[256];
+	snprintf(host, sizeof(host), "%s", "");
+	for (int k = 0; k < 3; k++) {
+		char p[64], t[64];
+		static const char *kinds[] = { "net", "uts", "ipc" };
+		snprintf(p, sizeof(p), "/proc/self/ns/%s", kinds[k]);
+		ssize_t n = readlink(p, t, sizeof(t) - 1);
+		cr_assert_gt(n, 0);
+		t[n] = '\0';
+		strncat(host, t, sizeof(host) - strlen(host) - 2);
+		strcat(host, " ");
+	}
+	for (int i = 0; i < N; i++) {
+		sb[i] = sbx_test_sandbox(rt, NULL);
+		usleep(20000); /* let the pool refill, so later creates are served from it */
+		int code;
+		ids[i] = sbx_test_sh(sb[i], "for k in net uts ipc; do printf '%s ' $(readlink /proc/self/ns/$k); done; "
+				     "ip link show lo 2>/dev/null | grep -c UP || cat /sys/class/net/lo/operstate", &code);
+		cr_assert_eq(code, 0, "%s", ids[i]);
+		char *nl = strchr(ids[i], ' ');
+		cr_assert_not_null(nl);
+		for (int j = 0; j < i; j++)
+			cr_assert_str_neq(ids[i], ids[j], "two sandboxes share namespaces: %s", ids[i]);
+		/* none of the three matches the host's */
+		char first[64];
+		for (const char *s = ids[i]; sscanf(s, "%63s", first) == 1 && strchr(first, ':');) {
+			cr_assert_null(strstr(host, first), "sandbox in a host namespace: %s", first);
+			s = strchr(s, ' ');
+			if (!s)
+				break;
+			s++;
+		}
+	}
+	for (int i = 0; i < N; i++) {
+		destroy(sb[i]);
+		free(ids[i]);
+	}
+}

@@ -23,6 +23,8 @@ void sbx_test_require_root(void);
 
 /* Count of open fds in this process. */
 int sbx_test_count_fds(void);
+/* fds of namespaces (the local provider's namespace pool) */
+int sbx_test_count_ns_fds(void);
 
 /* Runs a shell command in the sandbox and returns stdout (owned) and exit code. */
 char *sbx_test_sh(sbx_sandbox *sb, const char *cmd, int *exit_code);

@@ -274,19 +274,24 @@ int sbx__cg_create(const struct cg_layout *cg, const char *id, const sbx_sandbox
 	return set_limits(cg, id, o, err);
 }
 
-int sbx__cg_attach(const struct cg_layout *cg, const char *id, pid_t pid, sbx_error **err)
+int sbx__cg_procs_fds(const struct cg_layout *cg, const char *id, int fds[CG_N], sbx_error **err)
 {
-	char v[32];
-	snprintf(v, sizeof(v), "%d", (int)pid);
+	int n = 0;
 	for (int c = 0; c < CG_N; c++) {
 		_cleanup_free_ char *d = group_dir(cg, c, id);
 		if (!d || access(d, F_OK) != 0)
 			continue;
-		int r = write_str(d, "cgroup.procs", v);
-		if (r < 0)
-			return sbx_error_setsys(err, r, -r, "move init into cgroup %s", d);
+		_cleanup_free_ char *procs = xasprintf("%s/cgroup.procs", d);
+		fds[n] = open(procs, O_WRONLY | O_CLOEXEC);
+		if (fds[n] < 0) {
+			int e = errno;
+			while (n > 0)
+				close(fds[--n]);
+			return sbx_error_setsys(err, -e, e, "open %s", procs);
+		}
+		n++;
 	}
-	return 0;
+	return n;
 }
 
 int sbx__cg_exec_dirfd(const struct cg_layout *cg, const char *id)

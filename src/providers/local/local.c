@@ -47,6 +47,7 @@ static int local_init(void **ctx_out, sbx_runtime *rt, sbx_error **err)
 		free(c);
 		return r;
 	}
+	sbx__nspool_init(&c->pool);
 	*ctx_out = c;
 	return 0;
 }
@@ -56,6 +57,7 @@ static void local_fini(void *ctx)
 	struct local_ctx *c = ctx;
 	if (!c)
 		return;
+	sbx__nspool_fini(&c->pool);
 	sbx__cg_free(&c->cg);
 	free(c->dir);
 	free(c);
@@ -170,49 +172,67 @@ static void add_setup_env(struct sbx_msg *m, const sbx_image *img, const sbx_san
 	sbx__strv_free(env);
 }
 
+static void build_setup(struct sbx_msg *m, char *buf, size_t cap, struct local_sb *sb, const void *prog,
+			size_t prog_len, const sbx_image *img, const sbx_sandbox_opts *o)
+{
+	sbx__msg_init(m, buf, cap, M_SETUP);
+	sbx__msg_add_str(m, T_ID, sb->id);
+	for (size_t i = 0; i < img->n_layers; i++)
+		sbx__msg_add_str(m, T_LAYER, img->layer_paths[i]);
+	_cleanup_free_ char *rw = xasprintf("%s/.mnt", sb->ctx->dir);
+	sbx__msg_add_str(m, T_RW_MNT, rw);
+	if (o->upper_dir)
+		sbx__msg_add_str(m, T_UPPER_DIR, o->upper_dir);
+	sbx__msg_add_u64(m, T_STORAGE_MB, o->storage_mb ? o->storage_mb : DEFAULT_STORAGE_MB);
+	char host[64];
+	snprintf(host, sizeof(host), "sbx-%s", sb->id);
+	sbx__msg_add_str(m, T_HOSTNAME, o->hostname ? o->hostname : host);
+	sbx__msg_add_u64(m, T_NETWORK, o->network == SBX_NETWORK_HOST ? 1 : 0);
+	if (o->network == SBX_NETWORK_HOST) {
+		char *resolv = NULL;
+		size_t n;
+		if (sbx__read_file(&resolv, &n, "/etc/resolv.conf", 65536, NULL) == 0) {
+			sbx__msg_add_str(m, T_RESOLV, resolv);
+			free(resolv);
+		}
+	}
+	sbx__msg_add(m, T_SECCOMP, prog, (uint32_t)prog_len);
+	const char *wd = o->workdir ? o->workdir : img->config.workdir;
+	sbx__msg_add_str(m, T_WORKDIR, wd && *wd ? wd : "/");
+	const char *user = o->user ? o->user : img->config.user;
+	if (user && *user)
+		sbx__msg_add_str(m, T_USER, user);
+	sbx__msg_add_u64(m, T_TTL_MS, (uint64_t)o->ttl_s * 1000);
+	add_setup_env(m, img, o);
+}
+
+/* Sends M_SETUP with the control listener and the exec cgroup dir. With
+ * MSG_DONTWAIT (before init exists) it returns -EAGAIN if the message does
+ * not fit in the socket buffer; the caller then sends it after the spawn. */
 static int send_setup(struct local_sb *sb, int sync, int listener, const sbx_image *img,
-		      const sbx_sandbox_opts *o, sbx_error **err)
+		      const sbx_sandbox_opts *o, int flags, sbx_error **err)
 {
 	const void *prog;
 	size_t prog_len;
 	int r = sbx__seccomp_program(&prog, &prog_len, err);
 	if (r < 0)
 		return r;
-	_cleanup_free_ char *buf = xmalloc(SBX_MSG_MAX);
+	/* Most setups fit in 64 KiB; a huge env gets the protocol maximum. */
+	size_t cap = 64 * 1024;
+	_cleanup_free_ char *buf = xmalloc(cap);
 	struct sbx_msg m;
-	sbx__msg_init(&m, buf, SBX_MSG_MAX, M_SETUP);
-	sbx__msg_add_str(&m, T_ID, sb->id);
-	for (size_t i = 0; i < img->n_layers; i++)
-		sbx__msg_add_str(&m, T_LAYER, img->layer_paths[i]);
-	_cleanup_free_ char *rw = xasprintf("%s/.mnt", sb->ctx->dir);
-	sbx__msg_add_str(&m, T_RW_MNT, rw);
-	if (o->upper_dir)
-		sbx__msg_add_str(&m, T_UPPER_DIR, o->upper_dir);
-	sbx__msg_add_u64(&m, T_STORAGE_MB, o->storage_mb ? o->storage_mb : DEFAULT_STORAGE_MB);
-	char host[64];
-	snprintf(host, sizeof(host), "sbx-%s", sb->id);
-	sbx__msg_add_str(&m, T_HOSTNAME, o->hostname ? o->hostname : host);
-	sbx__msg_add_u64(&m, T_NETWORK, o->network == SBX_NETWORK_HOST ? 1 : 0);
-	if (o->network == SBX_NETWORK_HOST) {
-		char *resolv = NULL;
-		size_t n;
-		if (sbx__read_file(&resolv, &n, "/etc/resolv.conf", 65536, NULL) == 0) {
-			sbx__msg_add_str(&m, T_RESOLV, resolv);
-			free(resolv);
-		}
+	build_setup(&m, buf, cap, sb, prog, prog_len, img, o);
+	if (m.overflow) {
+		cap = SBX_MSG_MAX;
+		buf = xrealloc(buf, cap);
+		build_setup(&m, buf, cap, sb, prog, prog_len, img, o);
 	}
-	sbx__msg_add(&m, T_SECCOMP, prog, (uint32_t)prog_len);
-	const char *wd = o->workdir ? o->workdir : img->config.workdir;
-	sbx__msg_add_str(&m, T_WORKDIR, wd && *wd ? wd : "/");
-	const char *user = o->user ? o->user : img->config.user;
-	if (user && *user)
-		sbx__msg_add_str(&m, T_USER, user);
-	sbx__msg_add_u64(&m, T_TTL_MS, (uint64_t)o->ttl_s * 1000);
-	add_setup_env(&m, img, o);
 	int fds[2] = { listener, sbx__cg_exec_dirfd(&sb->ctx->cg, sb->id) };
-	r = sbx__msg_send(sync, &m, fds, fds[1] >= 0 ? 2 : 1);
+	r = sbx__msg_sendf(sync, &m, fds, fds[1] >= 0 ? 2 : 1, flags);
 	if (fds[1] >= 0)
 		close(fds[1]);
+	if (r == -EAGAIN && (flags & MSG_DONTWAIT))
+		return r;
 	if (r < 0)
 		return sbx_error_setsys(err, r, -r, "send setup to sandbox %s", sb->id);
 	return 0;
@@ -288,18 +308,33 @@ static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandb
 	char id[LOCAL_ID_LEN + 1];
 	sbx__random_hex(id, LOCAL_ID_LEN);
 	struct local_sb *sb = sb_new(c, id);
-	int listener = -1, sync[2] = { -1, -1 };
-	double t0 = sbx__now_mono(), t_stage = 0, t_cg = 0, t_spawn = 0;
-	/* Order matters for GC: the state file (with init's pid) exists before
-	 * the socket and the cgroups do, and init waits for its setup, so a
-	 * creator killed at any point leaves nothing or something `list` marks
-	 * as leaked (teardown removes them in the reverse order). */
+	int listener = -1, sync[2] = { -1, -1 }, cg_procs[CG_N], n_cg = 0;
+	struct sbx_nsset ns = { -1, -1, -1 };
+	double t0 = sbx__now_mono(), t_stage = 0, t_spawn = 0, t_state = 0;
+	/* Order matters for GC: the control socket comes first (while it
+	 * accepts connections, GC leaves the id alone), then the cgroups (GC
+	 * kills what is in groups without a live socket or state file), init
+	 * moves itself into them before it runs, and the state file with init's
+	 * pid follows the spawn. init finds its setup already queued on fd 3,
+	 * so it builds the root while we write the state file. Teardown removes
+	 * everything in the reverse order. */
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0) {
 		r = sbx_error_setsys(err, -errno, errno, "socketpair");
 		goto out;
 	}
+	if ((r = make_listener(sb->dir, &listener, err)) < 0 || (r = sbx__cg_create(&c->cg, id, o, err)) < 0 ||
+	    (r = n_cg = sbx__cg_procs_fds(&c->cg, id, cg_procs, err)) < 0)
+		goto out;
+	int sent = send_setup(sb, sync[0], listener, img, o, MSG_DONTWAIT, err);
+	if (sent < 0 && sent != -EAGAIN) {
+		r = sent;
+		goto out;
+	}
 	t_stage = sbx__now_mono();
-	r = sbx__init_spawn(&sb->pid, &sb->pidfd, sync[1], o->network != SBX_NETWORK_HOST, err);
+	int pooled = sbx__nspool_take(&c->pool, &ns) == 0;
+	struct sbx_spawn_opts so = { .sync_fd = sync[1], .net_none = o->network != SBX_NETWORK_HOST,
+				     .ns = pooled ? &ns : NULL, .cg_procs = cg_procs, .n_cg = n_cg };
+	r = sbx__init_spawn(&sb->pid, &sb->pidfd, &so, err);
 	close(sync[1]);
 	sync[1] = -1;
 	if (r < 0)
@@ -307,21 +342,23 @@ static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandb
 	sb->is_child = 1;
 	t_spawn = sbx__now_mono();
 	sb->start = sbx__proc_starttime(sb->pid);
-	if ((r = write_state(sb, o, err)) < 0 || (r = make_listener(sb->dir, &listener, err)) < 0 ||
-	    (r = sbx__cg_create(&c->cg, id, o, err)) < 0 ||
-	    (r = sbx__cg_attach(&c->cg, id, sb->pid, err)) < 0)
+	if ((r = write_state(sb, o, err)) < 0)
 		goto out;
-	t_cg = sbx__now_mono();
-	if ((r = send_setup(sb, sync[0], listener, img, o, err)) < 0 ||
+	t_state = sbx__now_mono();
+	if ((sent < 0 && (r = send_setup(sb, sync[0], listener, img, o, 0, err)) < 0) ||
 	    (r = await_ready(sb, sync[0], err)) < 0)
 		goto out;
-	SBX_LOGD("local: created %s (init pid %d, image %s) in %.2f ms: prepare %.2f, spawn %.2f, "
-		 "state+cgroups %.2f, setup %.2f", id, (int)sb->pid, o->image, (sbx__now_mono() - t0) * 1e3,
-		 (t_stage - t0) * 1e3, (t_spawn - t_stage) * 1e3, (t_cg - t_spawn) * 1e3,
-		 (sbx__now_mono() - t_cg) * 1e3);
+	SBX_LOGD("local: created %s (init pid %d, image %s) in %.2f ms: cgroups+setup %.2f, spawn %.2f, "
+		 "state %.2f, init setup %.2f%s%s", id, (int)sb->pid, o->image, (sbx__now_mono() - t0) * 1e3,
+		 (t_stage - t0) * 1e3, (t_spawn - t_stage) * 1e3, (t_state - t_spawn) * 1e3,
+		 (sbx__now_mono() - t_state) * 1e3, pooled ? ", pooled namespaces" : "",
+		 sent < 0 ? ", setup sent late" : "");
 	*id_out = xstrdup(id);
 	*sb_out = steal_ptr(&sb);
 out:
+	sbx__nsset_close(&ns);
+	while (n_cg > 0)
+		close(cg_procs[--n_cg]);
 	if (listener >= 0)
 		close(listener);
 	if (sync[0] >= 0)
@@ -333,6 +370,7 @@ out:
 		local_close(sb);
 	}
 	sbx_image_free(img);
+	sbx__nspool_kick(&c->pool);
 	return r;
 }
 
@@ -422,6 +460,20 @@ static int local_set_timeout(void *h, unsigned ttl_s, sbx_error **err)
 	return r;
 }
 
+/* Whether someone still listens on <id>.sock: a create in flight (its
+ * process holds the listener until init takes it over) or a live init. */
+static int sock_listening(struct local_ctx *c, const char *id)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s.sock", c->dir, id);
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
+		return 0;
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return 0;
+	return connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN;
+}
+
 static int local_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_error **err)
 {
 	struct local_ctx *c = ctx;
@@ -461,12 +513,24 @@ static int local_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_erro
 			i->leaked = 1;
 		sbx__state_clear(&st);
 	}
-	/* Groups with no state dir: a crash between cgroup creation and the
-	 * state file. They are listed as dead so GC removes them. */
+	/* Groups, sockets or half-written state files with no state file: a
+	 * crash between the cgroups and the state file. They are listed as dead
+	 * so GC removes them. */
 	char **orphans = sbx__cg_list(&c->cg);
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		const char *name = de->d_name;
+		if (strlen(name) <= LOCAL_ID_LEN || name[LOCAL_ID_LEN] != '.' ||
+		    strcmp(name + LOCAL_ID_LEN, ".json") == 0)
+			continue;
+		char oid[LOCAL_ID_LEN + 1];
+		snprintf(oid, sizeof(oid), "%.*s", LOCAL_ID_LEN, name);
+		if (valid_id(oid) && !sbx__strv_contains(orphans, oid))
+			sbx__strv_push(&orphans, oid);
+	}
 	for (size_t k = 0; orphans && orphans[k]; k++) {
 		_cleanup_free_ char *path = xasprintf("%s/%s.json", c->dir, orphans[k]);
-		if (access(path, F_OK) == 0)
+		if (access(path, F_OK) == 0 || sock_listening(c, orphans[k]))
 			continue;
 		v = xrealloc(v, (n + 1) * sizeof(*v));
 		sbx_sandbox_info *i = &v[n++];
@@ -481,6 +545,19 @@ static int local_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_erro
 	*out = v;
 	*n_out = n;
 	return 0;
+}
+
+/* State files a killed writer left half-written (<id>.json.tmp.*); GC only. */
+static int remove_tmp_files(struct local_ctx *c, const char *id)
+{
+	_cleanup_closedir_ DIR *d = opendir(c->dir);
+	_cleanup_free_ char *prefix = xasprintf("%s.json.tmp.", id);
+	struct dirent *de;
+	int n = 0;
+	while (d && (de = readdir(d)))
+		if (strncmp(de->d_name, prefix, strlen(prefix)) == 0 && unlinkat(dirfd(d), de->d_name, 0) == 0)
+			n++;
+	return n > 0;
 }
 
 static int local_destroy_id(void *ctx, const char *id, sbx_error **err)
@@ -501,11 +578,14 @@ static int local_destroy_id(void *ctx, const char *id, sbx_error **err)
 		sbx__state_clear(&st);
 	}
 	char **cgs = sbx__cg_list(&c->cg);
-	int exists = have;
+	_cleanup_free_ char *sock = path_of(sb, "sock");
+	int exists = have || access(sock, F_OK) == 0;
 	for (size_t k = 0; cgs && cgs[k]; k++)
 		exists |= strcmp(cgs[k], id) == 0;
 	sbx__strv_free(cgs);
 	int r = teardown(sb, err);
+	if (r == 0)
+		exists |= remove_tmp_files(c, id);
 	local_close(sb);
 	if (r == 0 && !exists)
 		return sbx_error_set(err, -ENOENT, "no sandbox '%s'", id);

@@ -21,10 +21,33 @@ struct cg_layout {
 	char *freezer;      /* v1 freezer mount point, NULL if none (pause) */
 };
 
+/* nspool.c: fresh network/UTS/IPC namespaces made ahead of time. */
+struct sbx_nsset {
+	int net, uts, ipc;  /* O_RDONLY fds of /proc/.../ns/<kind>, -1 = none */
+};
+struct sbx_nspool {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	int started, stop, failed, kicked;
+	unsigned target, n, takes;
+	struct sbx_nsset *items;
+	pid_t owner;        /* the process whose thread fills the pool */
+};
+void sbx__nspool_init(struct sbx_nspool *p);
+void sbx__nspool_fini(struct sbx_nspool *p);
+/* 0 and a set the caller owns, or -1: create the namespaces inline. */
+int sbx__nspool_take(struct sbx_nspool *p, struct sbx_nsset *out);
+void sbx__nsset_close(struct sbx_nsset *s);
+/* Refill now: called when a create is done, so the refill does not compete
+ * with the create that emptied a slot. */
+void sbx__nspool_kick(struct sbx_nspool *p);
+
 struct local_ctx {
 	sbx_runtime *rt;
 	char *dir;          /* <state>/local */
 	struct cg_layout cg;
+	struct sbx_nspool pool;
 };
 
 struct local_sb {
@@ -44,7 +67,9 @@ int sbx__cg_detect(struct cg_layout *cg, const char *state_dir, sbx_error **err)
 void sbx__cg_free(struct cg_layout *cg);
 int sbx__cg_create(const struct cg_layout *cg, const char *id, const sbx_sandbox_opts *o,
 		   sbx_error **err);
-int sbx__cg_attach(const struct cg_layout *cg, const char *id, pid_t pid, sbx_error **err);
+/* O_WRONLY fds of the cgroup.procs of every group of the sandbox (init's
+ * clone child writes "0" to each to move itself in); returns how many. */
+int sbx__cg_procs_fds(const struct cg_layout *cg, const char *id, int fds[CG_N], sbx_error **err);
 /* O_DIRECTORY fd of the group where init makes per-exec sub-groups, or -1. */
 int sbx__cg_exec_dirfd(const struct cg_layout *cg, const char *id);
 /* Kills what is left in the groups and removes them (sub-groups first). */
@@ -58,8 +83,16 @@ int sbx__seccomp_program(const void **prog, size_t *len, sbx_error **err);
 /* Documented deny list, NULL-terminated (for docs and tests). */
 extern const char *const sbx__seccomp_denied[];
 
-/* spawn.c: starts the embedded init in new namespaces. */
-int sbx__init_spawn(pid_t *pid_out, int *pidfd_out, int sync_fd, int net_none, sbx_error **err);
+/* spawn.c: starts the embedded init in new namespaces; with ns (from the
+ * pool) it joins those instead of creating net, UTS and IPC namespaces. */
+struct sbx_spawn_opts {
+	int sync_fd;                /* becomes init's fd 3 */
+	int net_none;               /* own network namespace (else the host's) */
+	const struct sbx_nsset *ns; /* pooled namespaces to join, or NULL */
+	const int *cg_procs;        /* cgroup.procs fds the child moves itself into */
+	int n_cg;
+};
+int sbx__init_spawn(pid_t *pid_out, int *pidfd_out, const struct sbx_spawn_opts *so, sbx_error **err);
 
 /* proc.c: process identity helpers. */
 uint64_t sbx__proc_starttime(pid_t pid);

@@ -50,6 +50,11 @@ void sbx__msg_add_u64(struct sbx_msg *m, uint16_t tag, uint64_t v)
 
 int sbx__msg_send(int sock, const struct sbx_msg *m, const int *fds, int nfds)
 {
+	return sbx__msg_sendf(sock, m, fds, nfds, 0);
+}
+
+int sbx__msg_sendf(int sock, const struct sbx_msg *m, const int *fds, int nfds, int flags)
+{
 	if (m->overflow)
 		return -E2BIG;
 	struct iovec iov = { .iov_base = m->buf, .iov_len = m->len };
@@ -69,7 +74,7 @@ int sbx__msg_send(int sock, const struct sbx_msg *m, const int *fds, int nfds)
 		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
 	}
 	for (;;) {
-		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
 		if (n >= 0)
 			return 0;
 		if (errno != EINTR)

@@ -58,6 +58,8 @@ void sbx__msg_add_u64(struct sbx_msg *m, uint16_t tag, uint64_t v);
 
 /* Sends one message with up to SBX_MSG_MAX_FDS fds. 0 or -errno (-E2BIG on overflow). */
 int sbx__msg_send(int sock, const struct sbx_msg *m, const int *fds, int nfds);
+/* The same with extra sendmsg flags (MSG_DONTWAIT: -EAGAIN when it does not fit). */
+int sbx__msg_sendf(int sock, const struct sbx_msg *m, const int *fds, int nfds, int flags);
 /* Receives one message into buf; fds[] gets attached fds (CLOEXEC), *nfds their count.
  * Returns the message length, 0 on orderly EOF, or -errno (-EPROTO if malformed). */
 long sbx__msg_recv(int sock, char *buf, size_t cap, int *fds, int *nfds);

@@ -53,21 +53,34 @@ static void make_memfd(void)
 }
 
 struct child {
-	int sync_fd;
+	const struct sbx_spawn_opts *so;
 	int null_fd;
 	volatile int err;
+	volatile int phase; /* 1 = cgroup, 2 = namespaces, 3 = exec */
 };
 
 /* Runs in the clone child, sharing our memory until execveat: syscalls only. */
 static int child_main(void *arg)
 {
 	struct child *c = arg;
+	const struct sbx_spawn_opts *so = c->so;
 	static char *const argv[] = { (char *)"sbx-init", NULL };
 	static char *const envp[] = { NULL };
+	/* Into the sandbox's groups before anything else runs: init's pids and
+	 * memory are counted from its first instruction. */
+	c->phase = 1;
+	for (int i = 0; i < so->n_cg; i++)
+		if (write(so->cg_procs[i], "0", 1) != 1)
+			goto fail;
+	c->phase = 2;
+	if (so->ns && ((so->net_none && setns(so->ns->net, CLONE_NEWNET) < 0) ||
+		       setns(so->ns->uts, CLONE_NEWUTS) < 0 || setns(so->ns->ipc, CLONE_NEWIPC) < 0))
+		goto fail;
+	c->phase = 3;
 	for (int fd = 0; fd <= 2; fd++)
 		if ((c->null_fd == fd ? fcntl(fd, F_SETFD, 0) : dup2(c->null_fd, fd)) < 0)
 			goto fail;
-	if ((c->sync_fd == 3 ? fcntl(3, F_SETFD, 0) : dup2(c->sync_fd, 3)) < 0)
+	if ((so->sync_fd == 3 ? fcntl(3, F_SETFD, 0) : dup2(so->sync_fd, 3)) < 0)
 		goto fail;
 	syscall(SYS_execveat, init_fd, "", argv, envp, AT_EMPTY_PATH);
 fail:
@@ -75,7 +88,7 @@ fail:
 	_exit(127);
 }
 
-int sbx__init_spawn(pid_t *pid_out, int *pidfd_out, int sync_fd, int net_none, sbx_error **err)
+int sbx__init_spawn(pid_t *pid_out, int *pidfd_out, const struct sbx_spawn_opts *so, sbx_error **err)
 {
 	pthread_once(&once, make_memfd);
 	if (init_fd < 0)
@@ -83,21 +96,17 @@ int sbx__init_spawn(pid_t *pid_out, int *pidfd_out, int sync_fd, int net_none, s
 	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null_fd < 0)
 		return sbx_error_setsys(err, -errno, errno, "open /dev/null");
-	/* The child's stack is only used until execveat. */
-	size_t stack_len = 64 * 1024;
-	void *stack = mmap(NULL, stack_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
-			   -1, 0);
-	if (stack == MAP_FAILED) {
-		close(null_fd);
-		return sbx_error_setsys(err, -errno, errno, "allocate clone stack");
-	}
-	struct child c = { .sync_fd = sync_fd, .null_fd = null_fd };
-	int flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS |
-		    CLONE_NEWIPC | (net_none ? CLONE_NEWNET : 0) | SIGCHLD;
+	/* The child runs on this buffer until execveat while we are suspended
+	 * (CLONE_VFORK), so our own frame can hold it. No mmap/munmap: an unmap
+	 * in a process whose threads ran on several CPUs costs a TLB shootdown. */
+	char stack[32 * 1024] __attribute__((aligned(16)));
+	struct child c = { .so = so, .null_fd = null_fd };
+	int flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | CLONE_NEWNS | CLONE_NEWPID | SIGCHLD;
+	if (!so->ns)
+		flags |= CLONE_NEWUTS | CLONE_NEWIPC | (so->net_none ? CLONE_NEWNET : 0);
 	int pidfd = -1;
-	pid_t pid = clone(child_main, (char *)stack + stack_len, flags, &c, &pidfd);
+	pid_t pid = clone(child_main, stack + sizeof(stack), flags, &c, &pidfd);
 	int e = errno;
-	munmap(stack, stack_len);
 	close(null_fd);
 	if (pid < 0)
 		return sbx_error_setsys(err, -e, e, "clone sandbox init");
@@ -106,7 +115,9 @@ int sbx__init_spawn(pid_t *pid_out, int *pidfd_out, int sync_fd, int net_none, s
 			;
 		if (pidfd >= 0)
 			close(pidfd);
-		return sbx_error_setsys(err, -c.err, c.err, "exec sandbox init");
+		static const char *const what[] = { "start sandbox init", "move sandbox init into its cgroups",
+						     "join pooled namespaces", "exec sandbox init" };
+		return sbx_error_setsys(err, -c.err, c.err, "%s", what[c.phase]);
 	}
 	if (pidfd >= 0)
 		fcntl(pidfd, F_SETFD, FD_CLOEXEC);

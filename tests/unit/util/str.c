@@ -50,6 +50,18 @@ Test(util_str, strv_setenv_replaces)
 	sbx__strv_free(v);
 }
 
+Test(util_str, strv_contains)
+{
+	char **v = NULL;
+	cr_assert(!sbx__strv_contains(v, "a"));
+	sbx__strv_push(&v, "a");
+	sbx__strv_push(&v, "bc");
+	cr_assert(sbx__strv_contains(v, "a"));
+	cr_assert(sbx__strv_contains(v, "bc"));
+	cr_assert(!sbx__strv_contains(v, "b"));
+	sbx__strv_free(v);
+}
+
 Test(util_str, trim_and_lower)
 {
 	char s[] = "  LoCaL \n";

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Loopback up with one ioctl: no `ip` helper per sandbox. */
+/* Loopback up with one ioctl: no `ip` helper per sandbox. A namespace from
+ * the host's pool (nspool.c) arrives with it up already. */
 #include <errno.h>
 #include <net/if.h>
 #include <string.h>
@@ -21,7 +22,8 @@ int init_loopback_up(char *msg, size_t msglen)
 	memcpy(ifr.ifr_name, "lo", 3);
 	int r = 0;
 	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0 ||
-	    (ifr.ifr_flags |= IFF_UP | IFF_RUNNING, ioctl(s, SIOCSIFFLAGS, &ifr) < 0)) {
+	    (!(ifr.ifr_flags & IFF_UP) &&
+	     (ifr.ifr_flags |= IFF_UP | IFF_RUNNING, ioctl(s, SIOCSIFFLAGS, &ifr) < 0))) {
 		r = -errno;
 		init_fmt(msg, msglen, "bring loopback up: %s", strerror(errno));
 	}
