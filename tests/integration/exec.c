@@ -174,6 +174,42 @@ Test(exec, env_cwd_user)
 	destroy(sb);
 }
 
+/* init keeps the last user it resolved; edits to /etc/passwd must show at
+ * the next exec (appended users, changed ids, files replaced or rewritten). */
+Test(exec, user_database_changes_are_seen)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.user = "bob";
+	o.shell = "id -u";
+	sbx_exec_result r;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_sandbox_exec(&r, sb, &o, &err), -ENOENT);
+	sbx_error_free(err);
+	r = sh(sb, "echo 'bob:x:1234:1234::/home/bob:/bin/sh' >> /etc/passwd");
+	sbx_exec_result_free(&r);
+	for (int i = 0; i < 3; i++) {
+		r = run(sb, &o);
+		cr_assert_str_eq(r.out, "1234\n", "%s", r.out);
+		sbx_exec_result_free(&r);
+		usleep(60000); /* later resolutions come from the cache */
+	}
+	r = sh(sb, "sed -i 's/:1234:1234:/:1235:1235:/' /etc/passwd");
+	sbx_exec_result_free(&r);
+	r = run(sb, &o);
+	cr_assert_str_eq(r.out, "1235\n", "%s", r.out);
+	sbx_exec_result_free(&r);
+	usleep(60000);
+	/* rewritten in place, same size: the new content still wins */
+	r = sh(sb, "grep -v '^bob:' /etc/passwd > /tmp/p; echo 'bob:x:1236:1236::/home/bob:/bin/sh' >> /tmp/p; "
+		   "cat /tmp/p > /etc/passwd");
+	sbx_exec_result_free(&r);
+	r = run(sb, &o);
+	cr_assert_str_eq(r.out, "1236\n", "%s", r.out);
+	sbx_exec_result_free(&r);
+	destroy(sb);
+}
+
 Test(exec, timeout_kills_descendants)
 {
 	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);

@@ -56,6 +56,18 @@ static void set_status(sbx_exec_result *out, int st)
 	}
 }
 
+/* Not found / not executable: a result, like a shell's, not an error. */
+static void not_started(sbx_exec_result *out, const sbx_exec_opts *o, int start_exit, const char *msg, double t0)
+{
+	out->exit_code = start_exit;
+	out->err = xasprintf("sbx: %s\n", msg);
+	out->err_len = strlen(out->err);
+	out->out = xstrdup("");
+	if (o->on_output)
+		o->on_output(2, out->err, out->err_len, o->payload);
+	out->seconds = sbx__now_mono() - t0;
+}
+
 int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_opts *o,
 		    sbx_error **err)
 {
@@ -65,18 +77,8 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 	struct sbx_process_fds fds;
 	int start_exit = 0;
 	char msg[1024] = "";
-	int r = sbx__local_proc_start(&p, &fds, sb, o, 0, &start_exit, msg, sizeof(msg), err);
-	if (r == -ENOENT && start_exit) {
-		/* not found / not executable: a result, like a shell's */
-		out->exit_code = start_exit;
-		out->err = xasprintf("sbx: %s\n", msg);
-		out->err_len = strlen(out->err);
-		out->out = xstrdup("");
-		if (o->on_output)
-			o->on_output(2, out->err, out->err_len, o->payload);
-		out->seconds = sbx__now_mono() - t0;
-		return 0;
-	}
+	/* Quiet: init sends no M_STARTED, which saves a wakeup per exec. */
+	int r = sbx__local_proc_start(&p, &fds, sb, o, 0, 1, &start_exit, msg, sizeof(msg), err);
 	if (r < 0)
 		return r;
 	struct stream so = { .fd = fds.out_fd, .which = 1 }, se = { .fd = fds.err_fd, .which = 2 };
@@ -143,7 +145,12 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 			}
 		}
 		if (ci >= 0 && pf[ci].revents) {
-			r = sbx__local_proc_poll(p, &status, &timed_out, 0, err);
+			r = sbx__local_proc_poll(p, &status, &timed_out, 0, &start_exit, msg, sizeof(msg), err);
+			if (r == -ENOENT && start_exit) {
+				not_started(out, o, start_exit, msg, t0);
+				r = 0;
+				goto out;
+			}
 			if (r < 0)
 				goto out;
 			if (r == 1) {

@@ -597,7 +597,7 @@ static int l_proc_start(void **proc, struct sbx_process_fds *fds, void *h, const
 {
 	int start_exit = 0;
 	char msg[1024] = "";
-	int r = sbx__local_proc_start((struct local_proc **)proc, fds, h, o, keep_stdin, &start_exit, msg,
+	int r = sbx__local_proc_start((struct local_proc **)proc, fds, h, o, keep_stdin, 0, &start_exit, msg,
 				      sizeof(msg), err);
 	if (r == -ENOENT && start_exit)
 		r = sbx_error_set(err, start_exit == 127 ? -ENOENT : -EACCES, "%s", msg);
@@ -606,7 +606,7 @@ static int l_proc_start(void **proc, struct sbx_process_fds *fds, void *h, const
 
 static int l_proc_poll(void *p, int *status, int *timed_out, int block, sbx_error **err)
 {
-	return sbx__local_proc_poll(p, status, timed_out, block, err);
+	return sbx__local_proc_poll(p, status, timed_out, block, NULL, NULL, 0, err);
 }
 
 static int l_proc_signal(void *p, int sig, sbx_error **err)

@@ -106,10 +106,15 @@ int sbx__local_rootfd(struct local_sb *sb, sbx_error **err);
 
 /* process.c: streamed processes (exec.c builds the blocking exec on them). */
 struct local_proc;
+/* quiet: do not wait for M_STARTED (init does not send it); a failure to
+ * start then arrives through sbx__local_proc_poll. */
 int sbx__local_proc_start(struct local_proc **out, struct sbx_process_fds *fds, struct local_sb *sb,
-			  const sbx_exec_opts *o, int keep_stdin, int *start_exit, char *start_msg,
+			  const sbx_exec_opts *o, int keep_stdin, int quiet, int *start_exit, char *start_msg,
 			  size_t msglen, sbx_error **err);
-int sbx__local_proc_poll(struct local_proc *p, int *status, int *timed_out, int block, sbx_error **err);
+/* 1 exited, 0 still running, <0 error; -ENOENT with *start_exit set when a
+ * quiet start failed as "not found / not executable" (start_exit may be NULL). */
+int sbx__local_proc_poll(struct local_proc *p, int *status, int *timed_out, int block, int *start_exit,
+			 char *start_msg, size_t msglen, sbx_error **err);
 int sbx__local_proc_signal(struct local_proc *p, int sig, sbx_error **err);
 void sbx__local_proc_free(struct local_proc *p, int kill);
 

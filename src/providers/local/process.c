@@ -28,8 +28,10 @@ struct local_proc {
 	int exited;
 };
 
-static int build_request(struct sbx_msg *m, const sbx_exec_opts *o)
+static int build_request(struct sbx_msg *m, const sbx_exec_opts *o, int quiet)
 {
+	if (quiet)
+		sbx__msg_add_u64(m, T_QUIET, 1);
 	if (o->shell) {
 		sbx__msg_add_str(m, T_ARG, "/bin/sh");
 		sbx__msg_add_str(m, T_ARG, "-c");
@@ -84,14 +86,21 @@ void sbx__local_proc_free(struct local_proc *p, int kill)
 }
 
 int sbx__local_proc_start(struct local_proc **out, struct sbx_process_fds *fds, struct local_sb *sb,
-			  const sbx_exec_opts *o, int keep_stdin, int *start_exit, char *start_msg,
+			  const sbx_exec_opts *o, int keep_stdin, int quiet, int *start_exit, char *start_msg,
 			  size_t msglen, sbx_error **err)
 {
-	_cleanup_free_ char *mbuf = xmalloc(SBX_MSG_MAX);
+	/* Most requests fit in 16 KiB; a huge argv/env gets the protocol maximum. */
+	size_t cap = 16 * 1024;
+	_cleanup_free_ char *mbuf = xmalloc(cap);
 	struct sbx_msg m;
-	sbx__msg_init(&m, mbuf, SBX_MSG_MAX, M_EXEC);
-	if (build_request(&m, o) < 0)
-		return sbx_error_set(err, -E2BIG, "exec: argv and env exceed %u bytes", SBX_MSG_MAX);
+	sbx__msg_init(&m, mbuf, cap, M_EXEC);
+	if (build_request(&m, o, quiet) < 0) {
+		cap = SBX_MSG_MAX;
+		mbuf = xrealloc(mbuf, cap);
+		sbx__msg_init(&m, mbuf, cap, M_EXEC);
+		if (build_request(&m, o, quiet) < 0)
+			return sbx_error_set(err, -E2BIG, "exec: argv and env exceed %u bytes", SBX_MSG_MAX);
+	}
 	struct local_proc *p = xcalloc(1, sizeof(*p));
 	*p = (struct local_proc){ .sb = sb, .conn = -1, .out_r = -1, .err_r = -1, .in_w = -1 };
 	int child[3] = { -1, -1, -1 };
@@ -138,6 +147,14 @@ int sbx__local_proc_start(struct local_proc **out, struct sbx_process_fds *fds, 
 	for (int i = 0; i < 3; i++) {
 		close(child[i]);
 		child[i] = -1;
+	}
+	if (quiet) {
+		/* M_ERROR or M_EXITED arrive on the status fd (proc_poll). */
+		fcntl(p->conn, F_SETFL, O_NONBLOCK);
+		*fds = (struct sbx_process_fds){ .pid = 0, .out_fd = p->out_r, .err_fd = p->err_r,
+						 .in_fd = p->in_w, .status_fd = p->conn };
+		*out = steal_ptr(&p);
+		return 0;
 	}
 	char buf[2048];
 	int rfds[SBX_MSG_MAX_FDS], nr = 0;
@@ -193,7 +210,8 @@ out:
 	return r;
 }
 
-int sbx__local_proc_poll(struct local_proc *p, int *status, int *timed_out, int block, sbx_error **err)
+int sbx__local_proc_poll(struct local_proc *p, int *status, int *timed_out, int block, int *start_exit,
+			 char *start_msg, size_t msglen, sbx_error **err)
 {
 	if (p->exited)
 		return 1;
@@ -213,6 +231,20 @@ int sbx__local_proc_poll(struct local_proc *p, int *status, int *timed_out, int 
 		if (n <= 0)
 			return sbx_error_set(err, -ESRCH, "exec: sandbox %s went away while the command ran",
 					     p->sb->id);
+		if (sbx__msg_type(buf) == M_ERROR) {
+			/* Only a quiet start reports its failure here. */
+			uint64_t st = 0, to = 0;
+			int e = EIO;
+			char msg[1024] = "";
+			fields(buf, (size_t)n, &st, &to, &e, msg, sizeof(msg));
+			p->exited = 1;
+			if (st && start_exit) {
+				*start_exit = (int)st;
+				snprintf(start_msg, msglen, "%s", msg);
+				return -ENOENT;
+			}
+			return sbx_error_set(err, -e, "exec: %s", msg);
+		}
 		if (sbx__msg_type(buf) != M_EXITED)
 			continue;
 		uint64_t st = 0, to = 0;

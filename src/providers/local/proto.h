@@ -22,7 +22,7 @@ enum sbx_msg_type {
 	M_READY,      /* init -> host: setup done */
 	M_ERROR,      /* any reply: T_ERRNO + T_MSG */
 	M_EXEC,       /* host -> init: run a command; fds: stdin, stdout, stderr */
-	M_STARTED,    /* init -> host: T_PID */
+	M_STARTED,    /* init -> host: T_PID (not sent for a T_QUIET exec) */
 	M_EXITED,     /* init -> host: T_STATUS (wait status), T_TIMED_OUT */
 	M_SIGNAL,     /* host -> init, on an exec connection: T_SIGNAL */
 	M_ROOTFD,     /* host -> init: send an O_PATH fd of the sandbox root */
@@ -37,6 +37,7 @@ enum sbx_msg_tag {
 	T_ARG, T_ENV, T_CWD, T_USER, T_TIMEOUT_MS,
 	T_LAYER, T_UPPER_DIR, T_STORAGE_MB, T_HOSTNAME, T_NETWORK, T_SECCOMP,
 	T_WORKDIR, T_TTL_MS, T_ROOT_MNT, T_RW_MNT, T_RESOLV, T_ID, T_SHM_MB,
+	T_QUIET,      /* M_EXEC: no M_STARTED (a blocking exec does not wait for it) */
 };
 
 struct sbx_msg {

@@ -57,6 +57,9 @@ int init_user_resolve(struct init_user *u, const char *spec, char *msg, size_t m
 /* loop.c: serves the control socket until the TTL ends or forever. */
 void init_loop(struct init_cfg *cfg) __attribute__((noreturn));
 
+/* main.c: whether init lowered its oom_score_adj (commands then reset it). */
+extern int init_oom_adjusted;
+
 /* Small helpers shared by the init files. */
 void init_fmt(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void init_append_errno(char *msg, size_t len, int e);

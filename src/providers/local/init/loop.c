@@ -166,7 +166,7 @@ static void conn_close(int ci)
 }
 
 /* Every string allocated goes to store[] (*ns of them) for the caller to free. */
-static int parse_exec(struct spawn_req *q, uint64_t *timeout_ms, const char *m, size_t len,
+static int parse_exec(struct spawn_req *q, uint64_t *timeout_ms, int *quiet, const char *m, size_t len,
 		      char **store, int *ns, int nstore)
 {
 	static char *argv[4096], *env[4096];
@@ -180,9 +180,14 @@ static int parse_exec(struct spawn_req *q, uint64_t *timeout_ms, const char *m, 
 	q->cwd = cfg->workdir ? cfg->workdir : "/";
 	q->user = cfg->user;
 	*timeout_ms = 0;
+	*quiet = 0;
 	while ((r = sbx__msg_next(m, len, &off, &tag, &d, &n)) == 1) {
 		if (tag == T_TIMEOUT_MS) {
 			*timeout_ms = sbx__msg_u64(d, n);
+			continue;
+		}
+		if (tag == T_QUIET) {
+			*quiet = 1;
 			continue;
 		}
 		if (tag != T_ARG && tag != T_ENV && tag != T_CWD && tag != T_USER)
@@ -231,11 +236,12 @@ static void do_exec(int ci, const char *m, size_t len, int *fds, int nfds)
 	int nstore = 0;
 	struct spawn_req q;
 	uint64_t timeout_ms;
+	int quiet;
 	char msg[768] = "";
 	int ei;
 	for (ei = 0; ei < MAX_EXECS && execs[ei].used; ei++)
 		;
-	int r = parse_exec(&q, &timeout_ms, m, len, store, &nstore, 8192);
+	int r = parse_exec(&q, &timeout_ms, &quiet, m, len, store, &nstore, 8192);
 	if (r < 0 || nfds != 3 || c->exec >= 0 || ei == MAX_EXECS) {
 		reply_exec_error(c->fd, r < 0 ? -r : EBUSY, 0,
 				 r < 0 ? "malformed exec request" : "too many commands running");
@@ -277,11 +283,13 @@ static void do_exec(int ci, const char *m, size_t len, int *fds, int nfds)
 	execs[ei] = (struct exec){ .used = 1, .pid = pid, .conn = ci, .cg = made_cg,
 				   .deadline_ms = timeout_ms ? init_now_ms() + timeout_ms : 0 };
 	c->exec = ei;
-	char b[64];
-	struct sbx_msg sm;
-	sbx__msg_init(&sm, b, sizeof(b), M_STARTED);
-	sbx__msg_add_u64(&sm, T_PID, (uint64_t)pid);
-	sbx__msg_send(c->fd, &sm, NULL, 0);
+	if (!quiet) {
+		char b[64];
+		struct sbx_msg sm;
+		sbx__msg_init(&sm, b, sizeof(b), M_STARTED);
+		sbx__msg_add_u64(&sm, T_PID, (uint64_t)pid);
+		sbx__msg_send(c->fd, &sm, NULL, 0);
+	}
 out:
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);

@@ -22,6 +22,8 @@
 
 #define SYNC_FD 3
 
+int init_oom_adjusted;
+
 void init_fmt(char *msg, size_t len, const char *fmt, ...)
 {
 	va_list ap;
@@ -160,9 +162,10 @@ int main(void)
 		mkdir_p(cfg.workdir);
 	int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
 	if (adj >= 0) {
-		/* Make a memory hog, not init, the OOM killer's choice. */
-		if (write(adj, "-500", 4) < 0)
-			(void)0;
+		/* Make a memory hog, not init, the OOM killer's choice. Lowering
+		 * it needs CAP_SYS_RESOURCE; without it commands inherit 0 anyway
+		 * and need no reset (spawn.c). */
+		init_oom_adjusted = write(adj, "-500", 4) == 4;
 		close(adj);
 	}
 	if ((r = init_harden(&cfg, msg, sizeof(msg))) < 0)

@@ -43,7 +43,7 @@ static int child_main(void *arg)
 	setsid();
 	if (a->cg_procs_fd >= 0)
 		(void)!write(a->cg_procs_fd, "0", 1);
-	int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	int adj = init_oom_adjusted ? open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC) : -1;
 	if (adj >= 0) {
 		(void)!write(adj, "0", 1);
 		close(adj);

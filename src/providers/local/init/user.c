@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "init.h"
 
@@ -82,11 +84,88 @@ out:
 		fclose(f);
 }
 
+/* Identity of /etc/passwd and /etc/group: a change (rename over, edit,
+ * removal) invalidates the cached resolution. */
+struct files_id {
+	struct stat st[2];
+	int present[2];
+};
+
+static void files_id(struct files_id *id)
+{
+	static const char *const paths[2] = { "/etc/passwd", "/etc/group" };
+	memset(id, 0, sizeof(*id));
+	for (int i = 0; i < 2; i++)
+		id->present[i] = stat(paths[i], &id->st[i]) == 0;
+}
+
+static int same_files(const struct files_id *a, const struct files_id *b)
+{
+	for (int i = 0; i < 2; i++) {
+		const struct stat *x = &a->st[i], *y = &b->st[i];
+		if (a->present[i] != b->present[i])
+			return 0;
+		if (a->present[i] && (x->st_dev != y->st_dev || x->st_ino != y->st_ino || x->st_size != y->st_size ||
+				      x->st_mtim.tv_sec != y->st_mtim.tv_sec ||
+				      x->st_mtim.tv_nsec != y->st_mtim.tv_nsec ||
+				      x->st_ctim.tv_sec != y->st_ctim.tv_sec ||
+				      x->st_ctim.tv_nsec != y->st_ctim.tv_nsec))
+			return 0;
+	}
+	return 1;
+}
+
+static int resolve(struct init_user *u, const char *spec, char *msg, size_t msglen);
+
+static int settled(const struct files_id *id)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	double t = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+	for (int i = 0; i < 2; i++) {
+		const struct stat *st = &id->st[i];
+		double m = (double)st->st_mtim.tv_sec + (double)st->st_mtim.tv_nsec / 1e9;
+		double c = (double)st->st_ctim.tv_sec + (double)st->st_ctim.tv_nsec / 1e9;
+		if (id->present[i] && (t - m < 0.05 || t - c < 0.05))
+			return 0;
+	}
+	return 1;
+}
+
+/* Every exec resolves its user; the answer only changes with the files, so
+ * the last one is kept and revalidated with two stat() calls instead of
+ * parsing both files again. */
 int init_user_resolve(struct init_user *u, const char *spec, char *msg, size_t msglen)
 {
-	char buf[256];
+	static struct {
+		int valid;
+		char spec[256];
+		struct files_id files;
+		struct init_user user;
+	} cache;
 	if (!spec || !*spec)
 		spec = "root";
+	struct files_id now;
+	files_id(&now);
+	if (cache.valid && strcmp(cache.spec, spec) == 0 && same_files(&cache.files, &now)) {
+		*u = cache.user;
+		return 0;
+	}
+	int r = resolve(u, spec, msg, msglen);
+	/* Like git's racy index: a file changed within the last 50 ms could
+	 * change again without a visible mtime step, so it is not cached. */
+	cache.valid = r == 0 && strlen(spec) < sizeof(cache.spec) && settled(&now);
+	if (cache.valid) {
+		snprintf(cache.spec, sizeof(cache.spec), "%s", spec);
+		cache.files = now;
+		cache.user = *u;
+	}
+	return r;
+}
+
+static int resolve(struct init_user *u, const char *spec, char *msg, size_t msglen)
+{
+	char buf[256];
 	if (strlen(spec) >= sizeof(buf)) {
 		init_fmt(msg, msglen, "user '%.32s...' too long", spec);
 		return -EINVAL;
