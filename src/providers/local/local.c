@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -71,6 +72,7 @@ static struct local_sb *sb_new(struct local_ctx *c, const char *id)
 	sb->dir = xasprintf("%s/%s", c->dir, id); /* files are <dir>.json and <dir>.sock */
 	sb->pidfd = -1;
 	sb->rootfd = -1;
+	sb->mntns = -1;
 	pthread_mutex_init(&sb->lock, NULL);
 	return sb;
 }
@@ -84,6 +86,8 @@ static void local_close(void *h)
 		close(sb->rootfd);
 	if (sb->pidfd >= 0)
 		close(sb->pidfd);
+	if (sb->mntns >= 0)
+		close(sb->mntns); /* the sandbox lives on: init holds its own reference */
 	pthread_mutex_destroy(&sb->lock);
 	free(sb->dir);
 	free(sb);
@@ -111,6 +115,23 @@ static void kill_init(struct local_sb *sb)
 	sb->pid = 0;
 }
 
+/* Holds init's mount namespace so its teardown can leave the destroy path
+ * (nspool.c), when the background thread runs and fds are not scarce. */
+static void hold_mntns(struct local_sb *sb)
+{
+	if (!sbx__nspool_active(&sb->ctx->pool))
+		return;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)sb->pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct rlimit rl;
+	if (fd >= 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0 && (rlim_t)fd > rl.rlim_cur / 2) {
+		close(fd);
+		fd = -1;
+	}
+	sb->mntns = fd;
+}
+
 static char *path_of(const struct local_sb *sb, const char *ext)
 {
 	return xasprintf("%s.%s", sb->dir, ext);
@@ -129,6 +150,10 @@ static int teardown(struct local_sb *sb, sbx_error **err)
 	double t0 = sbx__now_mono();
 	sbx__cg_thaw_if_frozen(&sb->ctx->cg, sb->id);
 	kill_init(sb);
+	/* Every process is gone; the kernel frees the mount tree when the
+	 * background thread drops this last reference (nspool.c). */
+	sbx__nspool_release(&sb->ctx->pool, sb->mntns);
+	sb->mntns = -1;
 	double t1 = sbx__now_mono();
 	int r = sbx__cg_remove(&sb->ctx->cg, sb->id, err);
 	if (r < 0)
@@ -342,6 +367,7 @@ static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandb
 	sb->is_child = 1;
 	t_spawn = sbx__now_mono();
 	sb->start = sbx__proc_starttime(sb->pid);
+	hold_mntns(sb);
 	if ((r = write_state(sb, o, err)) < 0)
 		goto out;
 	t_state = sbx__now_mono();

@@ -30,8 +30,9 @@ struct sbx_nspool {
 	pthread_cond_t cond;
 	pthread_t thread;
 	int started, stop, failed, kicked;
-	unsigned target, n, takes;
+	unsigned target, n, takes, n_release;
 	struct sbx_nsset *items;
+	int *release;       /* fds whose last close the thread does */
 	pid_t owner;        /* the process whose thread fills the pool */
 };
 void sbx__nspool_init(struct sbx_nspool *p);
@@ -42,6 +43,10 @@ void sbx__nsset_close(struct sbx_nsset *s);
 /* Refill now: called when a create is done, so the refill does not compete
  * with the create that emptied a slot. */
 void sbx__nspool_kick(struct sbx_nspool *p);
+/* Whether the background thread runs (then deferring a release pays). */
+int sbx__nspool_active(struct sbx_nspool *p);
+/* Closes fd on the background thread if it runs, else now. */
+void sbx__nspool_release(struct sbx_nspool *p, int fd);
 
 struct local_ctx {
 	sbx_runtime *rt;
@@ -60,6 +65,7 @@ struct local_sb {
 	int is_child;       /* we created it: we reap it */
 	pthread_mutex_t lock;
 	int rootfd;         /* O_PATH fd of the sandbox root, lazily fetched */
+	int mntns;          /* its mount namespace, held by a creator to release it off the destroy path */
 };
 
 /* cgroup.c */

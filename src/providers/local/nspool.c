@@ -15,6 +15,13 @@
  * costs that create what the pool saves), keeps SBX_NS_POOL sets (default
  * 2, at most 64, 0 = off) and stops at the first error: callers then
  * create the namespaces inline, as without the pool.
+ *
+ * The same thread releases what a destroyed sandbox leaves to the kernel:
+ * the host holds each sandbox's mount namespace while it lives, so init's
+ * exit does not unmount its whole tree (an RCU grace period and every
+ * superblock) on the destroy path. destroy() returns once every process is
+ * dead and the cgroups and files are gone; the thread then drops the last
+ * reference and the kernel frees the mounts.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +39,7 @@
 #include "local_int.h"
 
 #define POOL_MAX 64
+#define RELEASE_MAX 256
 
 static int open_ns(const char *name)
 {
@@ -81,10 +89,17 @@ static void *pool_main(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (!p->stop && (p->n >= p->target || !p->kicked))
+		while (!p->stop && p->n_release == 0 && (p->n >= p->target || !p->kicked))
 			pthread_cond_wait(&p->cond, &p->lock);
 		if (p->stop)
 			break;
+		if (p->n_release > 0) {
+			int fd = p->release[--p->n_release];
+			pthread_mutex_unlock(&p->lock);
+			close(fd);
+			pthread_mutex_lock(&p->lock);
+			continue;
+		}
 		p->kicked = p->n + 1 < p->target;
 		pthread_mutex_unlock(&p->lock);
 		struct sbx_nsset s = { -1, -1, -1 };
@@ -110,6 +125,7 @@ void sbx__nspool_init(struct sbx_nspool *p)
 	long t = v && *v ? strtol(v, NULL, 10) : 2;
 	p->target = t < 0 ? 0 : t > POOL_MAX ? POOL_MAX : (unsigned)t;
 	p->items = calloc(POOL_MAX, sizeof(*p->items));
+	p->release = calloc(RELEASE_MAX, sizeof(*p->release));
 	p->owner = getpid();
 }
 
@@ -142,6 +158,34 @@ void sbx__nspool_kick(struct sbx_nspool *p)
 	pthread_mutex_unlock(&p->lock);
 }
 
+int sbx__nspool_active(struct sbx_nspool *p)
+{
+	if (!p->items || p->owner != getpid())
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	int on = p->started && !p->failed && !p->stop;
+	pthread_mutex_unlock(&p->lock);
+	return on;
+}
+
+void sbx__nspool_release(struct sbx_nspool *p, int fd)
+{
+	if (fd < 0)
+		return;
+	if (p->items && p->owner == getpid()) {
+		pthread_mutex_lock(&p->lock);
+		int queued = p->started && !p->failed && !p->stop && p->n_release < RELEASE_MAX;
+		if (queued) {
+			p->release[p->n_release++] = fd;
+			pthread_cond_signal(&p->cond);
+		}
+		pthread_mutex_unlock(&p->lock);
+		if (queued)
+			return;
+	}
+	close(fd);
+}
+
 void sbx__nspool_fini(struct sbx_nspool *p)
 {
 	if (!p->items)
@@ -156,6 +200,9 @@ void sbx__nspool_fini(struct sbx_nspool *p)
 	}
 	for (unsigned i = 0; i < p->n; i++)
 		sbx__nsset_close(&p->items[i]);
+	for (unsigned i = 0; i < p->n_release; i++)
+		close(p->release[i]);
+	free(p->release);
 	free(p->items);
 	p->items = NULL;
 	pthread_cond_destroy(&p->cond);

@@ -161,7 +161,25 @@ int spawn_command(pid_t *pid_out, const struct spawn_req *q, int cg_procs_fd, ch
 	}
 	struct child_args a = { .req = q, .envp = envp, .user = &user, .path = path,
 				.cg_procs_fd = cg_procs_fd };
+	/* Start the command on this CPU: we sleep until it has exec'd, so the
+	 * CPU is free, and a short command then runs and exits where init and
+	 * its caches are, instead of waking an idle CPU (an IPI and, on a VM, a
+	 * halted vCPU) at fork and migrating again at exec. The command gets
+	 * init's full affinity back as soon as it has exec'd. */
+	cpu_set_t all, here;
+	int cpu = sched_getcpu();
+	int pinned = cpu >= 0 && sched_getaffinity(0, sizeof(all), &all) == 0;
+	if (pinned) {
+		CPU_ZERO(&here);
+		CPU_SET(cpu, &here);
+		pinned = sched_setaffinity(0, sizeof(here), &here) == 0;
+	}
 	pid_t pid = clone(child_main, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+	if (pinned) {
+		sched_setaffinity(0, sizeof(all), &all);
+		if (pid > 0)
+			sched_setaffinity(pid, sizeof(all), &all);
+	}
 	/* The child has exec'd or exited: its view of our memory is gone. */
 	free(envp);
 	free(home);
