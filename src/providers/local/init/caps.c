@@ -6,6 +6,7 @@
  * seccomp filter the host compiled.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -32,14 +33,22 @@ static int kept(int cap)
 	return 0;
 }
 
+/* Raw read, no stdio: fopen's buffer is an mmap/munmap pair in musl. */
 static int last_cap(void)
 {
-	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
 	int n = CAP_LAST_CAP;
-	if (f) {
-		if (fscanf(f, "%d", &n) != 1)
-			n = CAP_LAST_CAP;
-		fclose(f);
+	int fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		char b[16];
+		ssize_t k = read(fd, b, sizeof(b) - 1);
+		close(fd);
+		if (k > 0) {
+			b[k] = '\0';
+			char *end;
+			long v = strtol(b, &end, 10);
+			if (end != b && v > 0 && v < 64)
+				n = (int)v;
+		}
 	}
 	return n;
 }

@@ -108,11 +108,15 @@ static int setup_dev(char *msg, size_t msglen)
 		{ "dev/null", 1, 3 }, { "dev/zero", 1, 5 }, { "dev/full", 1, 7 },
 		{ "dev/random", 1, 8 }, { "dev/urandom", 1, 9 }, { "dev/tty", 5, 0 },
 	};
+	/* umask 0 for the nodes, so they are 0666 without a chmod each. */
+	mode_t old_mask = umask(0);
 	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
-		if (mknod(nodes[i].name, S_IFCHR | 0666, makedev(nodes[i].maj, nodes[i].min)) < 0)
+		if (mknod(nodes[i].name, S_IFCHR | 0666, makedev(nodes[i].maj, nodes[i].min)) < 0) {
+			umask(old_mask);
 			FAIL("mknod %s", nodes[i].name);
-		chmod(nodes[i].name, 0666);
+		}
 	}
+	umask(old_mask);
 	mkdir("dev/pts", 0755);
 	mkdir("dev/shm", 01777);
 	if (mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
@@ -145,17 +149,16 @@ static int mask_proc(char *msg, size_t msglen)
 	static const char *masked[] = { "proc/kcore", "proc/keys", "proc/timer_list",
 					"proc/sched_debug", "proc/sysrq-trigger" };
 	static const char *ro[] = { "proc/sys", "proc/irq", "proc/bus", "proc/fs" };
-	for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++) {
-		if (access(masked[i], F_OK) != 0)
-			continue;
-		if (mount("dev/null", masked[i], NULL, MS_BIND, NULL) < 0)
+	for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++)
+		if (mount("dev/null", masked[i], NULL, MS_BIND, NULL) < 0 && errno != ENOENT)
 			FAIL("mask %s", masked[i]);
-	}
 	for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {
-		if (access(ro[i], F_OK) != 0)
-			continue;
-		if (mount(ro[i], ro[i], NULL, MS_BIND | MS_REC, NULL) < 0 ||
-		    mount(NULL, ro[i], NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		if (mount(ro[i], ro[i], NULL, MS_BIND | MS_REC, NULL) < 0) {
+			if (errno == ENOENT)
+				continue;
+			FAIL("read-only %s", ro[i]);
+		}
+		if (mount(NULL, ro[i], NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 			  NULL) < 0)
 			FAIL("read-only %s", ro[i]);
 	}
