@@ -6,13 +6,62 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "init.h"
+
+/* A line reader over read(2) with a static buffer: stdio's FILE buffer is
+ * an mmap/munmap pair per file in musl, and an munmap in a process that ran
+ * on several CPUs costs a TLB shootdown. Lines longer than the line buffer
+ * are cut (passwd and group lines are short). */
+struct lines {
+	int fd;
+	size_t len, off;
+	char buf[16384];
+};
+
+static int lines_open(struct lines *l, const char *path)
+{
+	l->fd = open(path, O_RDONLY | O_CLOEXEC);
+	l->len = l->off = 0;
+	return l->fd >= 0 ? 0 : -errno;
+}
+
+static void lines_close(struct lines *l)
+{
+	if (l->fd >= 0)
+		close(l->fd);
+	l->fd = -1;
+}
+
+static int next_line(struct lines *l, char *out, size_t n)
+{
+	size_t k = 0;
+	for (;;) {
+		if (l->off == l->len) {
+			ssize_t r = l->fd >= 0 ? read(l->fd, l->buf, sizeof(l->buf)) : 0;
+			if (r <= 0) {
+				out[k] = '\0';
+				return k > 0;
+			}
+			l->len = (size_t)r;
+			l->off = 0;
+		}
+		char c = l->buf[l->off++];
+		if (c == '\n') {
+			out[k] = '\0';
+			return 1;
+		}
+		if (k + 1 < n)
+			out[k++] = c;
+	}
+}
 
 static int is_num(const char *s)
 {
@@ -44,12 +93,12 @@ static int find_group(const char *name_or_id, gid_t *gid)
 		*gid = (gid_t)strtoul(name_or_id, NULL, 10);
 		return 0;
 	}
-	FILE *f = fopen("/etc/group", "re");
-	if (!f)
+	static struct lines f;
+	if (lines_open(&f, "/etc/group") < 0)
 		return -ENOENT;
 	char line[4096];
 	int r = -ENOENT;
-	while (fgets(line, sizeof(line), f)) {
+	while (next_line(&f, line, sizeof(line))) {
 		char *fl[4];
 		if (split(line, fl, 4) >= 3 && strcmp(fl[0], name_or_id) == 0) {
 			*gid = (gid_t)strtoul(fl[2], NULL, 10);
@@ -57,7 +106,7 @@ static int find_group(const char *name_or_id, gid_t *gid)
 			break;
 		}
 	}
-	fclose(f);
+	lines_close(&f);
 	return r;
 }
 
@@ -65,11 +114,12 @@ static void supplementary(struct init_user *u, const char *name)
 {
 	u->n_groups = 0;
 	u->groups[u->n_groups++] = u->gid;
-	FILE *f = fopen("/etc/group", "re");
-	if (!f || !name)
+	static struct lines f;
+	f.fd = -1;
+	if (!name || lines_open(&f, "/etc/group") < 0)
 		goto out;
 	char line[4096];
-	while (fgets(line, sizeof(line), f) && u->n_groups < 64) {
+	while (next_line(&f, line, sizeof(line)) && u->n_groups < 64) {
 		char *fl[4];
 		if (split(line, fl, 4) < 4)
 			continue;
@@ -80,8 +130,7 @@ static void supplementary(struct init_user *u, const char *name)
 				u->groups[u->n_groups++] = g;
 	}
 out:
-	if (f)
-		fclose(f);
+	lines_close(&f);
 }
 
 /* Identity of /etc/passwd and /etc/group: a change (rename over, edit,
@@ -178,10 +227,10 @@ static int resolve(struct init_user *u, const char *spec, char *msg, size_t msgl
 	snprintf(u->home, sizeof(u->home), "/");
 	int found = 0;
 	char name[128] = "";
-	FILE *f = fopen("/etc/passwd", "re");
-	if (f) {
+	static struct lines f;
+	if (lines_open(&f, "/etc/passwd") == 0) {
 		char line[4096];
-		while (fgets(line, sizeof(line), f)) {
+		while (next_line(&f, line, sizeof(line))) {
 			char *fl[7];
 			if (split(line, fl, 7) < 6)
 				continue;
@@ -194,7 +243,7 @@ static int resolve(struct init_user *u, const char *spec, char *msg, size_t msgl
 				break;
 			}
 		}
-		fclose(f);
+		lines_close(&f);
 	}
 	if (!found) {
 		if (!is_num(buf)) {
