@@ -34,6 +34,7 @@ struct sbx_nspool {
 	struct sbx_nsset *items;
 	int *release;       /* fds whose last close the thread does */
 	pid_t owner;        /* the process whose thread fills the pool */
+	uint64_t last_activity_ns; /* last create or destroy (CLOCK_MONOTONIC) */
 };
 void sbx__nspool_init(struct sbx_nspool *p);
 void sbx__nspool_fini(struct sbx_nspool *p);

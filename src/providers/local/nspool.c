@@ -16,6 +16,10 @@
  * 2, at most 64, 0 = off) and stops at the first error: callers then
  * create the namespaces inline, as without the pool.
  *
+ * The thread works only after creates and destroys have paused for 1.5 ms
+ * (or when its release queue is half full), so it stays off the path of a
+ * create that follows a destroy.
+ *
  * The same thread releases what a destroyed sandbox leaves to the kernel:
  * the host holds each sandbox's mount namespace while it lives, so init's
  * exit does not unmount its whole tree (an RCU grace period and every
@@ -31,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -40,6 +45,14 @@
 
 #define POOL_MAX 64
 #define RELEASE_MAX 256
+#define QUIET_NS 1500000ull /* 1.5 ms */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static int open_ns(const char *name)
 {
@@ -93,6 +106,20 @@ static void *pool_main(void *arg)
 			pthread_cond_wait(&p->cond, &p->lock);
 		if (p->stop)
 			break;
+		/* Work only once creates and destroys have paused for a moment:
+		 * on a small machine a refill or a mount-tree release racing the
+		 * next create costs that create more than the pool saves it. */
+		uint64_t quiet_at = p->last_activity_ns + QUIET_NS;
+		uint64_t t = now_ns();
+		if (t < quiet_at && p->n_release < RELEASE_MAX / 2) {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			uint64_t until = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + (quiet_at - t);
+			ts.tv_sec = (time_t)(until / 1000000000ull);
+			ts.tv_nsec = (long)(until % 1000000000ull);
+			pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+			continue;
+		}
 		if (p->n_release > 0) {
 			int fd = p->release[--p->n_release];
 			pthread_mutex_unlock(&p->lock);
@@ -120,7 +147,11 @@ void sbx__nspool_init(struct sbx_nspool *p)
 {
 	memset(p, 0, sizeof(*p));
 	pthread_mutex_init(&p->lock, NULL);
-	pthread_cond_init(&p->cond, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* timed waits below use it */
+	pthread_cond_init(&p->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	const char *v = getenv("SBX_NS_POOL");
 	long t = v && *v ? strtol(v, NULL, 10) : 2;
 	p->target = t < 0 ? 0 : t > POOL_MAX ? POOL_MAX : (unsigned)t;
@@ -153,6 +184,7 @@ void sbx__nspool_kick(struct sbx_nspool *p)
 		if (!p->started && ++p->takes >= 2)
 			p->started = pthread_create(&p->thread, NULL, pool_main, p) == 0;
 		p->kicked = 1;
+		p->last_activity_ns = now_ns();
 		pthread_cond_signal(&p->cond);
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -177,6 +209,7 @@ void sbx__nspool_release(struct sbx_nspool *p, int fd)
 		int queued = p->started && !p->failed && !p->stop && p->n_release < RELEASE_MAX;
 		if (queued) {
 			p->release[p->n_release++] = fd;
+			p->last_activity_ns = now_ns();
 			pthread_cond_signal(&p->cond);
 		}
 		pthread_mutex_unlock(&p->lock);
