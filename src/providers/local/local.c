@@ -371,8 +371,15 @@ static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandb
 	if ((r = write_state(sb, o, err)) < 0)
 		goto out;
 	t_state = sbx__now_mono();
-	if ((sent < 0 && (r = send_setup(sb, sync[0], listener, img, o, 0, err)) < 0) ||
-	    (r = await_ready(sb, sync[0], err)) < 0)
+	if (sent < 0 && (r = send_setup(sb, sync[0], listener, img, o, 0, err)) < 0)
+		goto out;
+	/* init reports ready only after this: a creator killed before its state
+	 * file exists leaves an init that exits instead of an unrecorded one. */
+	if ((r = sbx__msg_send_simple(sync[0], M_GO, NULL, 0)) < 0) {
+		r = sbx_error_setsys(err, r, -r, "start sandbox %s", sb->id);
+		goto out;
+	}
+	if ((r = await_ready(sb, sync[0], err)) < 0)
 		goto out;
 	SBX_LOGD("local: created %s (init pid %d, image %s) in %.2f ms: cgroups+setup %.2f, spawn %.2f, "
 		 "state %.2f, init setup %.2f%s%s", id, (int)sb->pid, o->image, (sbx__now_mono() - t0) * 1e3,

@@ -30,6 +30,7 @@ enum sbx_msg_type {
 	M_PING,       /* host -> init: liveness */
 	M_OK,         /* init -> host: done (fds may be attached) */
 	M_DETACH,     /* host -> init, on an exec connection: let the command outlive it */
+	M_GO,         /* host -> init at birth, after M_SETUP: the state file exists, report M_READY */
 };
 
 enum sbx_msg_tag {
