@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <sbx/image.h>
 #include <sbx/sys/provider.h>
 
 #define LOCAL_ID_LEN 12
@@ -100,6 +101,15 @@ struct sbx_spawn_opts {
 	int n_cg;
 };
 int sbx__init_spawn(pid_t *pid_out, int *pidfd_out, const struct sbx_spawn_opts *so, sbx_error **err);
+
+/* setup.c: the birth handshake with a new init. */
+int sbx__local_listen(const char *base, int *fd_out, sbx_error **err);
+/* M_SETUP with the listener and the exec cgroup dir; with MSG_DONTWAIT in
+ * flags, -EAGAIN (no error set) when it does not fit in the socket now. */
+int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const sbx_image *img,
+			  const sbx_sandbox_opts *o, int flags, sbx_error **err);
+int sbx__local_send_go(struct local_sb *sb, int sync, sbx_error **err);
+int sbx__local_await_ready(struct local_sb *sb, int sync, sbx_error **err);
 
 /* proc.c: process identity helpers. */
 uint64_t sbx__proc_starttime(pid_t pid);
