@@ -26,6 +26,9 @@ struct lines {
 	char buf[16384];
 };
 
+/* One reader for all three lookups: they run one after the other. */
+static struct lines f;
+
 static int lines_open(struct lines *l, const char *path)
 {
 	l->fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -93,7 +96,6 @@ static int find_group(const char *name_or_id, gid_t *gid)
 		*gid = (gid_t)strtoul(name_or_id, NULL, 10);
 		return 0;
 	}
-	static struct lines f;
 	if (lines_open(&f, "/etc/group") < 0)
 		return -ENOENT;
 	char line[4096];
@@ -114,7 +116,6 @@ static void supplementary(struct init_user *u, const char *name)
 {
 	u->n_groups = 0;
 	u->groups[u->n_groups++] = u->gid;
-	static struct lines f;
 	f.fd = -1;
 	if (!name || lines_open(&f, "/etc/group") < 0)
 		goto out;
@@ -227,7 +228,6 @@ static int resolve(struct init_user *u, const char *spec, char *msg, size_t msgl
 	snprintf(u->home, sizeof(u->home), "/");
 	int found = 0;
 	char name[128] = "";
-	static struct lines f;
 	if (lines_open(&f, "/etc/passwd") == 0) {
 		char line[4096];
 		while (next_line(&f, line, sizeof(line))) {
