@@ -41,6 +41,10 @@ int cmd_serve(int argc, char **argv);
 sbx_runtime *cli_runtime(void);
 /* Prints "sbx: <what>: <msg>" to stderr, frees err, returns the exit code for it. */
 int cli_fail(const char *what, sbx_error *err);
+/* --backend NAME: replaces *name with the canonical name (agentenv -> e2b)
+ * and makes it the runtime's default too (SBX_BACKEND), so image resolution
+ * and sandboxes use the same backend. 0, or an exit code after printing. */
+int cli_use_backend(const char **name, const char *cmd);
 /* Maps an sbx error code to an exit code. */
 int cli_exit_for(int code);
 /* True when `s` is "-h" or "--help". */

@@ -250,28 +250,13 @@ static int parse(int argc, char **argv, struct gopts *o)
 	return 0;
 }
 
-/* --backend NAME: the canonical name (agentenv -> e2b), made the runtime's
- * default too, so image resolution and sandboxes use the same backend. */
-static int use_backend(const char **name, const char *cmd)
-{
-	static char *canon;
-	sbx_error *err = NULL;
-	free(canon);
-	canon = NULL;
-	if (sbx_backend_resolve(&canon, *name, &err) < 0)
-		return cli_fail(cmd, err);
-	setenv("SBX_BACKEND", canon, 1);
-	*name = canon;
-	return 0;
-}
-
 int cmd_golden(int argc, char **argv)
 {
 	struct gopts o;
 	int r = parse(argc, argv, &o);
 	if (r)
 		return r < 0 ? EXIT_OK : r;
-	if (o.backend && (r = use_backend(&o.backend, "golden")) != 0)
+	if (o.backend && (r = cli_use_backend(&o.backend, "golden")) != 0)
 		return r;
 	const char *dir = argv[optind];
 	char **names = NULL;

@@ -68,21 +68,6 @@ static const char *stage_failure(int stage)
 	}
 }
 
-/* --backend NAME: the canonical name (agentenv -> e2b), made the runtime's
- * default too, so image resolution and sandboxes use the same backend. */
-static int use_backend(const char **name, const char *cmd)
-{
-	static char *canon;
-	sbx_error *err = NULL;
-	free(canon);
-	canon = NULL;
-	if (sbx_backend_resolve(&canon, *name, &err) < 0)
-		return cli_fail(cmd, err);
-	setenv("SBX_BACKEND", canon, 1);
-	*name = canon;
-	return 0;
-}
-
 int cmd_smoke(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -128,7 +113,7 @@ int cmd_smoke(int argc, char **argv)
 				       connector);
 	if (!backend)
 		return cli_usage_error("smoke", "--backend is required (e.g. local)");
-	int br = use_backend(&backend, "smoke");
+	int br = cli_use_backend(&backend, "smoke");
 	if (br != 0)
 		return br;
 	const char *ep_agent;

@@ -105,6 +105,19 @@ int cli_fail(const char *what, sbx_error *err)
 	return cli_exit_for(code);
 }
 
+int cli_use_backend(const char **name, const char *cmd)
+{
+	static char *canon;
+	sbx_error *err = NULL;
+	free(canon);
+	canon = NULL;
+	if (sbx_backend_resolve(&canon, *name, &err) < 0)
+		return cli_fail(cmd, err);
+	setenv("SBX_BACKEND", canon, 1);
+	*name = canon;
+	return 0;
+}
+
 static void log_stderr(sbx_log_level level, const char *msg, void *payload)
 {
 	static const char *const names[] = { "error", "warn", "info", "debug" };

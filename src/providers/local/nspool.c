@@ -110,13 +110,9 @@ static void *pool_main(void *arg)
 		 * on a small machine a refill or a mount-tree release racing the
 		 * next create costs that create more than the pool saves it. */
 		uint64_t quiet_at = p->last_activity_ns + QUIET_NS;
-		uint64_t t = now_ns();
-		if (t < quiet_at && p->n_release < RELEASE_MAX / 2) {
-			struct timespec ts;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			uint64_t until = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + (quiet_at - t);
-			ts.tv_sec = (time_t)(until / 1000000000ull);
-			ts.tv_nsec = (long)(until % 1000000000ull);
+		if (now_ns() < quiet_at && p->n_release < RELEASE_MAX / 2) {
+			struct timespec ts = { .tv_sec = (time_t)(quiet_at / 1000000000ull),
+					       .tv_nsec = (long)(quiet_at % 1000000000ull) };
 			pthread_cond_timedwait(&p->cond, &p->lock, &ts);
 			continue;
 		}
