@@ -84,7 +84,7 @@ int init_harden(const struct init_cfg *cfg, char *msg, size_t msglen)
 			return -EINVAL;
 		}
 		/* Copy for alignment: the message buffer gives no guarantee. */
-		struct sock_filter *insns = malloc(cfg->seccomp_len);
+		struct sock_filter *insns = init_setup_alloc(cfg->seccomp_len);
 		if (!insns)
 			return -ENOMEM;
 		memcpy(insns, cfg->seccomp, cfg->seccomp_len);
@@ -92,7 +92,6 @@ int init_harden(const struct init_cfg *cfg, char *msg, size_t msglen)
 					   .filter = insns };
 		long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
 		int e = errno;
-		free(insns);
 		if (r < 0) {
 			init_fmt(msg, msglen, "install seccomp filter: %s", strerror(e));
 			return -e;

@@ -59,6 +59,12 @@ void init_loop(struct init_cfg *cfg) __attribute__((noreturn));
 
 /* main.c: whether init lowered its oom_score_adj (commands then reset it). */
 extern int init_oom_adjusted;
+/* The one message buffer: the setup message first (its seccomp program is
+ * read in place until harden), then each request of the loop. One buffer,
+ * not two, keeps init's whole image inside one page-table page. */
+extern char init_msgbuf[];
+/* Memory kept for init's lifetime, never freed (the setup's strings). */
+void *init_setup_alloc(size_t n);
 
 /* Small helpers shared by the init files. */
 void init_fmt(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

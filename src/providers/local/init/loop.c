@@ -45,11 +45,13 @@ struct conn {
 };
 
 static struct init_cfg *cfg;
+/* Slots at or above the high-water marks were never used: scans stop there,
+ * so an idle init touches (and keeps resident) none of the tables. */
 static struct exec execs[MAX_EXECS];
 static struct conn conns[MAX_CONNS];
+static int execs_hi, conns_hi;
 static int epfd, sigfd, timfd;
 static uint64_t ttl_deadline;
-static char buf[SBX_MSG_MAX];
 
 static void ep_add(int fd, uint32_t kind, uint32_t idx)
 {
@@ -239,7 +241,7 @@ static void do_exec(int ci, const char *m, size_t len, int *fds, int nfds)
 	int quiet;
 	char msg[768] = "";
 	int ei;
-	for (ei = 0; ei < MAX_EXECS && execs[ei].used; ei++)
+	for (ei = 0; ei < execs_hi && execs[ei].used; ei++)
 		;
 	int r = parse_exec(&q, &timeout_ms, &quiet, m, len, store, &nstore, 8192);
 	if (r < 0 || nfds != 3 || c->exec >= 0 || ei == MAX_EXECS) {
@@ -280,6 +282,8 @@ static void do_exec(int ci, const char *m, size_t len, int *fds, int nfds)
 		if (!made_cg)
 			unlinkat(cfg->cg_fd, name, AT_REMOVEDIR);
 	}
+	if (ei == execs_hi)
+		execs_hi++;
 	execs[ei] = (struct exec){ .used = 1, .pid = pid, .conn = ci, .cg = made_cg,
 				   .deadline_ms = timeout_ms ? init_now_ms() + timeout_ms : 0 };
 	c->exec = ei;
@@ -301,23 +305,23 @@ static void handle_conn(int ci)
 {
 	struct conn *c = &conns[ci];
 	int fds[SBX_MSG_MAX_FDS], nfds = 0;
-	long n = sbx__msg_recv(c->fd, buf, sizeof(buf), fds, &nfds);
+	long n = sbx__msg_recv(c->fd, init_msgbuf, SBX_MSG_MAX, fds, &nfds);
 	if (n <= 0) {
 		if (n == -EAGAIN)
 			return;
 		conn_close(ci);
 		return;
 	}
-	switch (sbx__msg_type(buf)) {
+	switch (sbx__msg_type(init_msgbuf)) {
 	case M_EXEC:
-		do_exec(ci, buf, (size_t)n, fds, nfds);
+		do_exec(ci, init_msgbuf, (size_t)n, fds, nfds);
 		return;
 	case M_SIGNAL: {
 		size_t off = 0;
 		uint16_t tag;
 		const char *d;
 		uint32_t dl;
-		while (sbx__msg_next(buf, (size_t)n, &off, &tag, &d, &dl) == 1) {
+		while (sbx__msg_next(init_msgbuf, (size_t)n, &off, &tag, &d, &dl) == 1) {
 			if (tag != T_SIGNAL || c->exec < 0)
 				continue;
 			int sig = (int)sbx__msg_u64(d, dl);
@@ -351,7 +355,7 @@ static void handle_conn(int ci)
 		uint16_t tag;
 		const char *d;
 		uint32_t dl;
-		while (sbx__msg_next(buf, (size_t)n, &off, &tag, &d, &dl) == 1)
+		while (sbx__msg_next(init_msgbuf, (size_t)n, &off, &tag, &d, &dl) == 1)
 			if (tag == T_TTL_MS) {
 				uint64_t ttl = sbx__msg_u64(d, dl);
 				ttl_deadline = ttl ? init_now_ms() + ttl : 0;
@@ -377,12 +381,14 @@ static void accept_all(void)
 		if (fd < 0)
 			return;
 		int ci;
-		for (ci = 0; ci < MAX_CONNS && conns[ci].fd >= 0; ci++)
+		for (ci = 0; ci < conns_hi && conns[ci].fd >= 0; ci++)
 			;
 		if (ci == MAX_CONNS) {
 			close(fd);
 			continue;
 		}
+		if (ci == conns_hi)
+			conns_hi++;
 		conns[ci] = (struct conn){ .fd = fd, .exec = -1 };
 		ep_add(fd, EV_CONN, (uint32_t)ci);
 	}
@@ -409,7 +415,7 @@ static void reap(void)
 	int status;
 	pid_t pid;
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		for (int i = 0; i < MAX_EXECS; i++) {
+		for (int i = 0; i < execs_hi; i++) {
 			struct exec *e = &execs[i];
 			if (!e->used || e->pid != pid)
 				continue;
@@ -432,7 +438,7 @@ static void on_timer(void)
 	uint64_t now = init_now_ms();
 	if (ttl_deadline && now >= ttl_deadline)
 		_exit(0); /* pid 1 exits: the kernel kills the whole sandbox */
-	for (int i = 0; i < MAX_EXECS; i++) {
+	for (int i = 0; i < execs_hi; i++) {
 		struct exec *e = &execs[i];
 		if (e->used && e->deadline_ms && now >= e->deadline_ms && !e->timed_out) {
 			e->timed_out = 1;
@@ -444,7 +450,7 @@ static void on_timer(void)
 static void arm_timer(void)
 {
 	uint64_t next = ttl_deadline;
-	for (int i = 0; i < MAX_EXECS; i++)
+	for (int i = 0; i < execs_hi; i++)
 		if (execs[i].used && execs[i].deadline_ms && !execs[i].timed_out &&
 		    (!next || execs[i].deadline_ms < next))
 			next = execs[i].deadline_ms;
@@ -461,8 +467,6 @@ static void arm_timer(void)
 void init_loop(struct init_cfg *c)
 {
 	cfg = c;
-	for (int i = 0; i < MAX_CONNS; i++)
-		conns[i] = (struct conn){ .fd = -1, .exec = -1 };
 	ttl_deadline = cfg->ttl_ms ? init_now_ms() + cfg->ttl_ms : 0;
 	sigset_t mask;
 	sigemptyset(&mask);
