@@ -2,6 +2,8 @@
 /* exec: status, streams, stdin, env, cwd, user, timeouts, threads. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -172,6 +174,43 @@ Test(exec, env_cwd_user)
 	cr_assert_not_null(strstr(err->msg, "/does/not/exist"), "%s", err->msg);
 	sbx_error_free(err);
 	destroy(sb);
+}
+
+/* A request near the control socket's datagram limit (~200 KB): 25000
+ * arguments and a 20 KB variable, parsed into init's request arena. */
+Test(exec, many_arguments_and_a_large_environment)
+{
+	enum { N = 25000 };
+	const char **argv = calloc(N + 5, sizeof(*argv));
+	cr_assert_not_null(argv);
+	argv[0] = "/bin/sh";
+	argv[1] = "-c";
+	argv[2] = "echo $# ${#BIG} $1$N";
+	argv[3] = "sh";
+	for (int i = 0; i < N; i++)
+		argv[4 + i] = i ? "x" : "first";
+	char *big = malloc(20 * 1000 + 5);
+	cr_assert_not_null(big);
+	memcpy(big, "BIG=", 4);
+	memset(big + 4, 'b', 20 * 1000);
+	big[4 + 20 * 1000] = '\0';
+	const char *env[] = { big, "N=!", NULL };
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.argv = argv;
+	o.env = env;
+	for (int round = 0; round < 2; round++) {
+		sbx_exec_result r = run(sb, &o);
+		cr_assert_eq(r.exit_code, 0, "%s", r.err);
+		cr_assert_str_eq(r.out, "25000 20000 first!\n");
+		sbx_exec_result_free(&r);
+	}
+	sbx_exec_result r = sh(sb, "echo small");
+	cr_assert_str_eq(r.out, "small\n");
+	sbx_exec_result_free(&r);
+	destroy(sb);
+	free(big);
+	free(argv);
 }
 
 /* init keeps the last user it resolved; edits to /etc/passwd must show at

@@ -63,6 +63,11 @@ extern int init_oom_adjusted;
  * read in place until harden), then each request of the loop. One buffer,
  * not two, keeps init's whole image inside one page-table page. */
 extern char init_msgbuf[];
+/* main.c: per-request bump memory after the request in init_msgbuf (see
+ * there). begin takes the request's length; end frees any spill. */
+void init_req_begin(size_t msg_len);
+void *init_req_alloc(size_t n);
+void init_req_end(void);
 /* Memory kept for init's lifetime, never freed (the setup's strings). */
 void *init_setup_alloc(size_t n);
 

@@ -167,11 +167,19 @@ static void conn_close(int ci)
 	c->exec = -1;
 }
 
-/* Every string allocated goes to store[] (*ns of them) for the caller to free. */
-static int parse_exec(struct spawn_req *q, uint64_t *timeout_ms, int *quiet, const char *m, size_t len,
-		      char **store, int *ns, int nstore)
+/* Strings and arrays come from the request arena (init_req_alloc). */
+static char *req_strdup(const char *d, uint32_t n)
 {
-	static char *argv[4096], *env[4096];
+	char *s = init_req_alloc((size_t)n + 1);
+	if (s) {
+		memcpy(s, d, n);
+		s[n] = '\0';
+	}
+	return s;
+}
+
+static int parse_exec(struct spawn_req *q, uint64_t *timeout_ms, int *quiet, const char *m, size_t len)
+{
 	int na = 0, ne = 0;
 	size_t off = 0;
 	uint16_t tag;
@@ -183,6 +191,19 @@ static int parse_exec(struct spawn_req *q, uint64_t *timeout_ms, int *quiet, con
 	q->user = cfg->user;
 	*timeout_ms = 0;
 	*quiet = 0;
+	/* First pass: sizes of the argv and env arrays. */
+	while ((r = sbx__msg_next(m, len, &off, &tag, &d, &n)) == 1) {
+		na += tag == T_ARG;
+		ne += tag == T_ENV;
+	}
+	if (r < 0 || na == 0)
+		return -EPROTO;
+	char **argv = init_req_alloc(((size_t)na + 1) * sizeof(*argv));
+	char **env = init_req_alloc(((size_t)ne + 1) * sizeof(*env));
+	if (!argv || !env)
+		return -ENOMEM;
+	na = ne = 0;
+	off = 0;
 	while ((r = sbx__msg_next(m, len, &off, &tag, &d, &n)) == 1) {
 		if (tag == T_TIMEOUT_MS) {
 			*timeout_ms = sbx__msg_u64(d, n);
@@ -194,14 +215,9 @@ static int parse_exec(struct spawn_req *q, uint64_t *timeout_ms, int *quiet, con
 		}
 		if (tag != T_ARG && tag != T_ENV && tag != T_CWD && tag != T_USER)
 			continue;
-		if (*ns == nstore || na == 4095 || ne == 4095)
-			return -E2BIG;
-		char *s = malloc((size_t)n + 1);
+		char *s = req_strdup(d, n);
 		if (!s)
 			return -ENOMEM;
-		memcpy(s, d, n);
-		s[n] = '\0';
-		store[(*ns)++] = s;
 		if (tag == T_ARG)
 			argv[na++] = s;
 		else if (tag == T_ENV)
@@ -216,7 +232,7 @@ static int parse_exec(struct spawn_req *q, uint64_t *timeout_ms, int *quiet, con
 	q->argv = argv;
 	q->extra_env = env;
 	q->base_env = cfg->env;
-	return r < 0 || na == 0 ? -EPROTO : 0;
+	return r < 0 ? -EPROTO : 0;
 }
 
 static void reply_exec_error(int fd, int err, int exit_code, const char *msg)
@@ -234,8 +250,6 @@ static void reply_exec_error(int fd, int err, int exit_code, const char *msg)
 static void do_exec(int ci, const char *m, size_t len, int *fds, int nfds)
 {
 	struct conn *c = &conns[ci];
-	static char *store[8192];
-	int nstore = 0;
 	struct spawn_req q;
 	uint64_t timeout_ms;
 	int quiet;
@@ -243,7 +257,8 @@ static void do_exec(int ci, const char *m, size_t len, int *fds, int nfds)
 	int ei;
 	for (ei = 0; ei < execs_hi && execs[ei].used; ei++)
 		;
-	int r = parse_exec(&q, &timeout_ms, &quiet, m, len, store, &nstore, 8192);
+	init_req_begin(len);
+	int r = parse_exec(&q, &timeout_ms, &quiet, m, len);
 	if (r < 0 || nfds != 3 || c->exec >= 0 || ei == MAX_EXECS) {
 		reply_exec_error(c->fd, r < 0 ? -r : EBUSY, 0,
 				 r < 0 ? "malformed exec request" : "too many commands running");
@@ -297,8 +312,7 @@ static void do_exec(int ci, const char *m, size_t len, int *fds, int nfds)
 out:
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
-	for (int i = 0; i < nstore; i++)
-		free(store[i]);
+	init_req_end();
 }
 
 static void handle_conn(int ci)

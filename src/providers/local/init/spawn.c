@@ -106,16 +106,16 @@ static int env_find(char **env, int n, const char *kv)
 	return -1;
 }
 
-/* base + extra (extra wins), then HOME and PATH defaults. Pointers are borrowed
- * except *home_out, which the caller frees. */
-static char **merge_env(const struct spawn_req *q, const struct init_user *u, char **home_out)
+/* base + extra (extra wins), then HOME and PATH defaults. Pointers are
+ * borrowed; the array and HOME live in the request arena. */
+static char **merge_env(const struct spawn_req *q, const struct init_user *u)
 {
 	int nb = 0, ne = 0;
 	while (q->base_env && q->base_env[nb])
 		nb++;
 	while (q->extra_env && q->extra_env[ne])
 		ne++;
-	char **env = calloc((size_t)(nb + ne + 3), sizeof(*env));
+	char **env = init_req_alloc((size_t)(nb + ne + 3) * sizeof(*env));
 	if (!env)
 		return NULL;
 	int n = 0;
@@ -127,9 +127,14 @@ static char **merge_env(const struct spawn_req *q, const struct init_user *u, ch
 		int j = env_find(env, n, q->extra_env[i]);
 		env[j >= 0 ? j : n++] = q->extra_env[i];
 	}
-	*home_out = NULL;
-	if (env_find(env, n, "HOME=") < 0 && asprintf(home_out, "HOME=%s", u->home) > 0)
-		env[n++] = *home_out;
+	if (env_find(env, n, "HOME=") < 0) {
+		size_t hl = strlen(u->home) + sizeof("HOME=");
+		char *home = init_req_alloc(hl);
+		if (home) {
+			snprintf(home, hl, "HOME=%s", u->home);
+			env[n++] = home;
+		}
+	}
 	if (env_find(env, n, "PATH=") < 0)
 		env[n++] = (char *)"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 	env[n] = NULL;
@@ -145,8 +150,7 @@ int spawn_command(pid_t *pid_out, const struct spawn_req *q, int cg_procs_fd, ch
 	int r = init_user_resolve(&user, q->user, msg, msglen);
 	if (r < 0)
 		return r;
-	char *home = NULL;
-	char **envp = merge_env(q, &user, &home);
+	char **envp = merge_env(q, &user);
 	if (!envp)
 		return -ENOMEM;
 	char path[4096];
@@ -155,8 +159,6 @@ int spawn_command(pid_t *pid_out, const struct spawn_req *q, int cg_procs_fd, ch
 		init_fmt(msg, msglen, "%s: %s", q->argv[0],
 			 r == -ENOENT ? "command not found" : "permission denied");
 		*exit_code = r == -ENOENT ? 127 : 126;
-		free(envp);
-		free(home);
 		return r;
 	}
 	struct child_args a = { .req = q, .envp = envp, .user = &user, .path = path,
@@ -167,11 +169,14 @@ int spawn_command(pid_t *pid_out, const struct spawn_req *q, int cg_procs_fd, ch
 	 * halted vCPU) at fork and migrating again at exec. The command gets
 	 * init's full affinity back as soon as it has exec'd. */
 	cpu_set_t all, here;
-	int cpu = sched_getcpu();
-	int pinned = cpu >= 0 && sched_getaffinity(0, sizeof(all), &all) == 0;
+	/* The system call, not musl's vDSO getcpu: the vDSO's text and data
+	 * pages would be three more first-touch faults in this init. */
+	unsigned cpu = 0;
+	int pinned = syscall(SYS_getcpu, &cpu, NULL, NULL) == 0 &&
+		     sched_getaffinity(0, sizeof(all), &all) == 0;
 	if (pinned) {
 		CPU_ZERO(&here);
-		CPU_SET(cpu, &here);
+		CPU_SET((int)cpu, &here);
 		pinned = sched_setaffinity(0, sizeof(here), &here) == 0;
 	}
 	pid_t pid = clone(child_main, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
@@ -181,8 +186,6 @@ int spawn_command(pid_t *pid_out, const struct spawn_req *q, int cg_procs_fd, ch
 			sched_setaffinity(pid, sizeof(all), &all);
 	}
 	/* The child has exec'd or exited: its view of our memory is gone. */
-	free(envp);
-	free(home);
 	if (pid < 0) {
 		init_fmt(msg, msglen, "fork: %s", strerror(errno));
 		return -errno;
