@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Cleanup: nothing survives destroy, a crash, or a TTL; gc finds leftovers. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -218,6 +220,62 @@ Test(cleanup, kills_mid_create_are_all_collected)
 	cr_assert_eq(sbx_sandbox_list(&v, &n, rt, NULL, NULL, NULL), 0);
 	cr_assert_eq(n, 0, "%zu sandboxes (or orphan cgroups) left", n);
 	sbx_sandbox_info_free(v, n);
+}
+
+static int fd_table_size(pid_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	int size = -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "FDSize: %d", &size) == 1)
+			break;
+	fclose(f);
+	return size;
+}
+
+/* init starts with a copy of the host's fd table; a host holding thousands
+ * of fds (thousands of sandboxes) must not make every idle init keep one. */
+Test(cleanup, idle_init_fd_table_does_not_follow_the_host)
+{
+	struct rlimit rl;
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_max < 3000)
+		cr_skip_test("RLIMIT_NOFILE hard limit %lu < 3000", (unsigned long)rl.rlim_max);
+	struct rlimit want = { .rlim_cur = 3000, .rlim_max = rl.rlim_max };
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &want), 0);
+	int fds[2500], n = 0;
+	while (n < 2500 && (fds[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		n++;
+	cr_assert_eq(n, 2500);
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	sbx_sandbox_info *v = NULL;
+	size_t nv = 0;
+	cr_assert_eq(sbx_sandbox_list(&v, &nv, rt, NULL, NULL, NULL), 0);
+	pid_t pid = 0;
+	for (size_t i = 0; i < nv; i++)
+		if (!strcmp(v[i].id, sbx_sandbox_id(sb)))
+			pid = v[i].pid;
+	sbx_sandbox_info_free(v, nv);
+	cr_assert_gt(pid, 0);
+	/* init trims its table after a few idle milliseconds. */
+	int size = -1;
+	for (int i = 0; i < 200 && (size = fd_table_size(pid)) > 64; i++)
+		usleep(10000);
+	cr_assert_leq(size, 64, "init's fd table has %d slots", size);
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.shell = "echo still here";
+	sbx_exec_result r;
+	cr_assert_eq(sbx_sandbox_exec(&r, sb, &o, NULL), 0);
+	cr_assert_str_eq(r.out, "still here\n");
+	sbx_exec_result_free(&r);
+	destroy(sb);
+	setrlimit(RLIMIT_NOFILE, &rl);
 }
 
 Test(cleanup, ttl_expiry_ends_the_sandbox)

@@ -68,6 +68,8 @@ extern char init_msgbuf[];
 void init_req_begin(size_t msg_len);
 void *init_req_alloc(size_t n);
 void init_req_end(void);
+/* main.c: gives init an fd table of its own size (see there). */
+void init_shrink_fd_table(void);
 /* Memory kept for init's lifetime, never freed (the setup's strings). */
 void *init_setup_alloc(size_t n);
 

@@ -497,10 +497,17 @@ void init_loop(struct init_cfg *c)
 	ep_add(cfg->ctl_fd, EV_LISTEN, 0);
 	ep_add(sigfd, EV_SIGNAL, 0);
 	ep_add(timfd, EV_TIMER, 0);
+	int housekeeping = 1;
 	for (;;) {
 		arm_timer();
 		struct epoll_event evs[64];
-		int n = epoll_wait(epfd, evs, 64, -1);
+		/* Work no request waits for runs once init has been idle for
+		 * 5 ms: a short-lived sandbox never pays for it. */
+		int n = epoll_wait(epfd, evs, 64, housekeeping ? 5 : -1);
+		if (n == 0 && housekeeping) {
+			init_shrink_fd_table();
+			housekeeping = 0;
+		}
 		for (int i = 0; i < n; i++) {
 			uint32_t kind = (uint32_t)(evs[i].data.u64 >> 32);
 			uint32_t idx = (uint32_t)evs[i].data.u64;
