@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Shared benchmark helpers: clock, samples and stats, meminfo, Pss, JSON. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -198,6 +199,55 @@ int bench_parse_counts(unsigned long **out, size_t *n_out, const char *s)
 	*out = v;
 	*n_out = n;
 	return 0;
+}
+
+/*
+ * Before a density baseline. Earlier phases (thousands of create/destroy
+ * cycles) leave work behind: network namespaces are freed by a kernel
+ * worker well after their last process, and slab caches keep empty slabs.
+ * Waits until MemAvailable holds still (less than 2 MiB of change in a
+ * second, at most 60 s), then returns empty slabs, so memory still being
+ * freed does not offset the first sandboxes. The first count still reads
+ * cheaper per sandbox: its first allocations are served from pages the
+ * kernel keeps cached (per-CPU page lists, partly filled slabs), which
+ * MemAvailable already counts as used. The marginal columns are the cost.
+ */
+void bench_memory_settle(void)
+{
+	bench_meminfo prev, cur;
+	if (bench_meminfo_read(&prev) == 0) {
+		for (int i = 0; i < 60; i++) {
+			bench_sleep(1.0);
+			if (bench_meminfo_read(&cur) < 0)
+				break;
+			long d = (long)cur.available - (long)prev.available;
+			prev = cur;
+			if (d < 2048 && d > -2048)
+				break;
+		}
+	}
+	bench_slab_shrink();
+	bench_sleep(0.5);
+}
+
+void bench_slab_shrink(void)
+{
+	DIR *d = opendir("/sys/kernel/slab");
+	if (!d)
+		return;
+	struct dirent *e;
+	char path[512];
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/kernel/slab/%s/shrink", e->d_name);
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			(void)!write(fd, "1", 1);
+			close(fd);
+		}
+	}
+	closedir(d);
 }
 
 int bench_meminfo_read(bench_meminfo *out)

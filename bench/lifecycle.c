@@ -53,7 +53,7 @@ static void usage(FILE *f)
 		"         [--provider NAME] [--label L] [--cmd PROG] [--json]\n"
 		"  latency:    [--n 1000] [--warmup 10] [--samples FILE]\n"
 		"  throughput: [--seconds 20] [--workers 2]\n"
-		"  density:    [--counts 100,1000,5000] [--settle 2]\n"
+		"  density:    [--counts 100,1000,3000,5000] [--settle 2]\n"
 		"State and images come from SBX_STATE_DIR and SBX_IMAGE_DIR.\n");
 }
 
@@ -410,6 +410,7 @@ static int mode_density(struct opts *o)
 	char err[300] = "";
 	bench_meminfo base, after;
 	bench_slabinfo base_slab;
+	bench_memory_settle();
 	bench_slabinfo_read(&base_slab);
 	bench_meminfo_read(&base);
 	FILE *h = o->json ? stderr : stdout;
@@ -485,7 +486,7 @@ static int mode_density(struct opts *o)
 static int parse_args(struct opts *o, int argc, char **argv)
 {
 	*o = (struct opts){ .mode = MODE_LATENCY, .image = "busybox", .label = "sbx (library)",
-			    .counts = "100,1000,5000", .cmd = "true", .n = 1000, .warmup = 10,
+			    .counts = "100,1000,3000,5000", .cmd = "true", .n = 1000, .warmup = 10,
 			    .workers = 2, .seconds = 20, .settle = 2 };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -18,7 +18,7 @@ usage: bench/lifecycle.sh BUILD_DIR [--quick] [--n N] [--rounds R] [--seconds S]
   --n N            lifecycles per tool for latency (default 1000)
   --rounds R       split N into R interleaved rounds per tool (default 5)
   --seconds S      throughput window per measurement (default 20)
-  --counts LIST    density counts (default 100,1000,5000)
+  --counts LIST    density counts (default 100,1000,3000,5000)
 EOF
 }
 
@@ -26,7 +26,7 @@ EOF
 case "$1" in -h|--help) usage; exit 0 ;; esac
 BUILD=$(cd "$1" && pwd) || exit 2
 shift
-N=1000 ROUNDS=5 SECONDS_T=20 COUNTS=100,1000,5000 DO_TPUT=1 DO_DENSITY=1 OUT=
+N=1000 ROUNDS=5 SECONDS_T=20 COUNTS=100,1000,3000,5000 DO_TPUT=1 DO_DENSITY=1 OUT=
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) N=100 SECONDS_T=5 COUNTS=100,1000 ;;

@@ -272,6 +272,7 @@ static int mode_hold(const struct opts *o)
 	bench_density_point *pts = bench_xcalloc(nc, sizeof(*pts));
 	bench_meminfo base, after;
 	bench_slabinfo base_slab;
+	bench_memory_settle();
 	bench_slabinfo_read(&base_slab);
 	bench_meminfo_read(&base);
 	size_t alive = 0, npts = 0;
