@@ -48,6 +48,34 @@ Test(isolation, host_files_invisible_and_image_untouched)
 	unlink(host);
 }
 
+/* init holds host fds (its cgroup directory, the control socket). Were it
+ * dumpable, a sandboxed root could open /proc/1/fd/N without CAP_SYS_PTRACE
+ * and walk ".." from the cgroup directory up to the host's "/" (the runc
+ * CVE-2024-21626 pattern), or rewrite init through /proc/1/mem. */
+Test(isolation, init_fds_and_memory_out_of_reach)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	int code;
+	char *out = sbx_test_sh(sb,
+				"n=0; for f in /proc/1/fd/*; do "
+				"  [ -e \"$f\" ] && n=$((n+1)); "
+				"  for up in .. ../.. ../../.. ../../../.. ../../../../.. ../../../../../..; do "
+				"    cat \"$f/$up/etc/os-release\" 2>/dev/null && echo ESCAPED; "
+				"  done; "
+				"done; "
+				"cat /proc/1/mem >/dev/null 2>&1 && echo MEM; "
+				"cat /proc/1/environ >/dev/null 2>&1 && echo ENVIRON; "
+				"ls /proc/1/fd >/dev/null 2>&1; echo \"reachable=$n\"",
+				&code);
+	cr_assert_eq(code, 0, "%s", out);
+	cr_assert_null(strstr(out, "ESCAPED"), "escaped through init's fds: %s", out);
+	cr_assert_null(strstr(out, "MEM"), "/proc/1/mem readable: %s", out);
+	cr_assert_null(strstr(out, "ENVIRON"), "/proc/1/environ readable: %s", out);
+	cr_assert_not_null(strstr(out, "reachable=0"), "init's fds reachable: %s", out);
+	free(out);
+	destroy(sb);
+}
+
 Test(isolation, no_network_by_default)
 {
 	/* A listener on the host's loopback must be unreachable from the sandbox. */

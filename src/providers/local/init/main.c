@@ -270,6 +270,13 @@ int main(void)
 	int fds[SBX_MSG_MAX_FDS], nfds = 0;
 
 	prctl(PR_SET_NAME, "sbx-init", 0, 0, 0);
+	/* Not dumpable: the sandbox's processes run as root in init's user
+	 * namespace, and a dumpable init would let them open /proc/1/fd/N and
+	 * /proc/1/mem without CAP_SYS_PTRACE. init holds host fds (its cgroup
+	 * directory, the control socket), and ".." from a directory reached
+	 * through such a magic link walks up the host's tree to its "/". */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		_exit(5);
 	/* The host may be a threaded program with fds it forgot to mark CLOEXEC. */
 	syscall(SYS_close_range, SYNC_FD + 1, ~0U, 0);
 	long n = sbx__msg_recv(SYNC_FD, buf, SBX_MSG_MAX, fds, &nfds);
