@@ -201,6 +201,27 @@ int bench_parse_counts(unsigned long **out, size_t *n_out, const char *s)
 	return 0;
 }
 
+/* Returns the slab caches' empty slabs to the page allocator. */
+static void slab_shrink(void)
+{
+	DIR *d = opendir("/sys/kernel/slab");
+	if (!d)
+		return;
+	struct dirent *e;
+	char path[512];
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/kernel/slab/%s/shrink", e->d_name);
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			(void)!write(fd, "1", 1);
+			close(fd);
+		}
+	}
+	closedir(d);
+}
+
 /*
  * Before a density baseline. Earlier phases (thousands of create/destroy
  * cycles) leave work behind: network namespaces are freed by a kernel
@@ -226,29 +247,10 @@ void bench_memory_settle(void)
 				break;
 		}
 	}
-	bench_slab_shrink();
+	slab_shrink();
 	bench_sleep(0.5);
 }
 
-void bench_slab_shrink(void)
-{
-	DIR *d = opendir("/sys/kernel/slab");
-	if (!d)
-		return;
-	struct dirent *e;
-	char path[512];
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/sys/kernel/slab/%s/shrink", e->d_name);
-		int fd = open(path, O_WRONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			(void)!write(fd, "1", 1);
-			close(fd);
-		}
-	}
-	closedir(d);
-}
 
 int bench_meminfo_read(bench_meminfo *out)
 {

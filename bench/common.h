@@ -64,7 +64,6 @@ typedef struct bench_meminfo {
 /* Before a density baseline: lets deferred kernel frees finish, then
  * returns empty slabs to the page allocator (see common.c). */
 void bench_memory_settle(void);
-void bench_slab_shrink(void);
 int bench_meminfo_read(bench_meminfo *out);
 /* MemTotal - MemAvailable, KiB. */
 long bench_meminfo_used(const bench_meminfo *m);

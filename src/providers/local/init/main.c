@@ -59,6 +59,15 @@ uint64_t init_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* n bytes (16-aligned) from base[*used..cap), or NULL when they do not fit. */
+static void *bump(char *base, size_t cap, size_t *used, size_t n)
+{
+	if (*used > cap || n > cap - *used)
+		return NULL;
+	*used += n;
+	return base + *used - n;
+}
+
 void *init_setup_alloc(size_t n)
 {
 	/* Setup's strings live as long as init: a bump arena in .bss instead
@@ -66,11 +75,8 @@ void *init_setup_alloc(size_t n)
 	static char arena[32768] __attribute__((aligned(16)));
 	static size_t used;
 	n = (n + 15) & ~(size_t)15;
-	if (n <= sizeof(arena) - used) {
-		used += n;
-		return arena + used - n;
-	}
-	return malloc(n);
+	void *p = bump(arena, sizeof(arena), &used, n);
+	return p ? p : malloc(n);
 }
 
 /*
@@ -97,21 +103,18 @@ void init_req_begin(size_t msg_len)
 void *init_req_alloc(size_t n)
 {
 	n = (n + 15) & ~(size_t)15;
-	if (req_used <= SBX_MSG_MAX && n <= SBX_MSG_MAX - req_used) {
-		req_used += n;
-		return init_msgbuf + req_used - n;
-	}
-	struct spill *s = req_spill;
-	if (!s || n > s->cap - s->used) {
-		size_t cap = n > (256u << 10) ? n : (256u << 10);
-		s = malloc(sizeof(*s) + cap);
-		if (!s)
-			return NULL;
-		*s = (struct spill){ .next = req_spill, .cap = cap };
-		req_spill = s;
-	}
-	s->used += n;
-	return s->data + s->used - n;
+	void *p = bump(init_msgbuf, SBX_MSG_MAX, &req_used, n);
+	if (!p && req_spill)
+		p = bump(req_spill->data, req_spill->cap, &req_spill->used, n);
+	if (p)
+		return p;
+	size_t cap = n > (256u << 10) ? n : (256u << 10);
+	struct spill *s = malloc(sizeof(*s) + cap);
+	if (!s)
+		return NULL;
+	*s = (struct spill){ .next = req_spill, .cap = cap, .used = n };
+	req_spill = s;
+	return s->data;
 }
 
 void init_req_end(void)
