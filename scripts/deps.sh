@@ -6,7 +6,8 @@ set -euo pipefail
 
 build=(build-essential pkg-config meson ninja-build
        libcurl4-openssl-dev libmicrohttpd-dev libjansson-dev libseccomp-dev
-       libarchive-dev libssl-dev libsqlite3-dev libcriterion-dev musl-tools)
+       libarchive-dev libssl-dev libsqlite3-dev libcriterion-dev musl-tools
+       libmnl-dev libnftnl-dev clang libclang-rt-dev)
 runtime=(busybox-static debootstrap iproute2 procps docker-registry skopeo apache2-utils)
 bench=(bubblewrap crun)
 command -v node >/dev/null && command -v npm >/dev/null || runtime+=(nodejs npm) # tests/compat: the e2b npm SDK

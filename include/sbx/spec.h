@@ -13,9 +13,20 @@ extern "C" {
 
 /** Network modes. */
 typedef enum sbx_network {
-	SBX_NETWORK_NONE = 0, /**< loopback only (the default) */
-	SBX_NETWORK_HOST = 1, /**< share the host's network (template builds) */
+	SBX_NETWORK_NONE = 0,     /**< loopback only (the default) */
+	SBX_NETWORK_HOST = 1,     /**< UNSAFE: share the host's network, loopback included;
+	                               explicit opt-in only, never a default */
+	SBX_NETWORK_INTERNET = 2, /**< own namespace, a veth pair and NAT through the host;
+	                               host loopback/addresses, link-local and other
+	                               sandboxes unreachable; egress rules apply */
 } sbx_network;
+
+/** User namespace modes. */
+typedef enum sbx_userns {
+	SBX_USERNS_PRIVATE = 0, /**< root inside maps to an unprivileged host id range of
+	                             its own (the default) */
+	SBX_USERNS_HOST = 1,    /**< UNSAFE: root inside is host uid 0 (the pre-2026-12 mode) */
+} sbx_userns;
 
 #define SBX_SANDBOX_OPTS_VERSION 1
 
@@ -42,14 +53,28 @@ typedef struct sbx_sandbox_opts {
 	                                directory (template builds); NULL = capped tmpfs */
 	int detach;                /**< 1: sandbox outlives the creating process
 	                                without being treated as leaked by `sbx gc` */
+	/* Fields below were added after version 1's first release; zero keeps
+	 * the safe default. */
+	sbx_userns userns;         /**< SBX_USERNS_PRIVATE by default */
+	const char *const *allow_out; /**< network=internet: egress allowed only to these
+	                                CIDRs / hostnames (NULL = anywhere public) */
+	const char *const *deny_out;  /**< network=internet: egress refused to these CIDRs /
+	                                hostnames (checked after allow_out) */
+	unsigned nofile_max;       /**< RLIMIT_NOFILE of commands; 0 = provider default */
+	int net_raw;               /**< 1: grant CAP_NET_RAW inside (raw/packet sockets);
+	                                default 0 in every network mode */
 } sbx_sandbox_opts;
 
 #define SBX_SANDBOX_OPTS_INIT { .version = SBX_SANDBOX_OPTS_VERSION }
 
-/** "none" / "host" -> mode; returns -EINVAL on anything else. */
+/** "none" / "internet" / "host" -> mode; returns -EINVAL on anything else. */
 int sbx_network_parse(sbx_network *out, const char *s);
 /** Static name of a network mode. */
 const char *sbx_network_name(sbx_network n);
+/** "private" / "host" -> mode; returns -EINVAL on anything else. */
+int sbx_userns_parse(sbx_userns *out, const char *s);
+/** Static name of a user namespace mode. */
+const char *sbx_userns_name(sbx_userns u);
 
 #ifdef __cplusplus
 }

@@ -42,9 +42,14 @@ int sbx__sandbox_check_opts(const sbx_sandbox_opts *o, sbx_error **err)
 		return sbx_error_set(err, -EINVAL, "sandbox spec: image is required");
 	if (o->cpus < 0 || o->cpus > 1024)
 		return sbx_error_set(err, -EINVAL, "sandbox spec: cpus %.2f out of range (0..1024)", o->cpus);
-	if (o->network != SBX_NETWORK_NONE && o->network != SBX_NETWORK_HOST)
-		return sbx_error_set(err, -EINVAL, "sandbox spec: network %d unknown (none, host)",
+	if (o->network != SBX_NETWORK_NONE && o->network != SBX_NETWORK_HOST && o->network != SBX_NETWORK_INTERNET)
+		return sbx_error_set(err, -EINVAL, "sandbox spec: network %d unknown (none, internet, host)",
 				     (int)o->network);
+	if (o->userns != SBX_USERNS_PRIVATE && o->userns != SBX_USERNS_HOST)
+		return sbx_error_set(err, -EINVAL, "sandbox spec: userns %d unknown (private, host)", (int)o->userns);
+	if ((o->allow_out || o->deny_out) && o->network != SBX_NETWORK_INTERNET)
+		return sbx_error_set(err, -EINVAL,
+				     "sandbox spec: egress rules (allow_out/deny_out) need network=internet");
 	if (o->workdir && o->workdir[0] != '/')
 		return sbx_error_set(err, -EINVAL, "sandbox spec: workdir '%s' must be absolute", o->workdir);
 	int r = check_kv(o->env, "env", err);
@@ -311,6 +316,8 @@ int sbx_network_parse(sbx_network *out, const char *s)
 		*out = SBX_NETWORK_NONE;
 	else if (s && strcmp(s, "host") == 0)
 		*out = SBX_NETWORK_HOST;
+	else if (s && strcmp(s, "internet") == 0)
+		*out = SBX_NETWORK_INTERNET;
 	else
 		return -EINVAL;
 	return 0;
@@ -318,5 +325,21 @@ int sbx_network_parse(sbx_network *out, const char *s)
 
 const char *sbx_network_name(sbx_network n)
 {
-	return n == SBX_NETWORK_HOST ? "host" : "none";
+	return n == SBX_NETWORK_HOST ? "host" : n == SBX_NETWORK_INTERNET ? "internet" : "none";
+}
+
+int sbx_userns_parse(sbx_userns *out, const char *s)
+{
+	if (s && strcmp(s, "private") == 0)
+		*out = SBX_USERNS_PRIVATE;
+	else if (s && strcmp(s, "host") == 0)
+		*out = SBX_USERNS_HOST;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+const char *sbx_userns_name(sbx_userns u)
+{
+	return u == SBX_USERNS_HOST ? "host" : "private";
 }
