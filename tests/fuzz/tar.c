@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fuzz harness: tar extraction (src/images/layer.c). Each input is stored
+ * as a layer (whiteouts, opaque directories, owners, modes, xattrs; the
+ * path-safety checks) and unpacked as an image archive (regular files,
+ * directories and symlinks only), both into a store on tmpfs; whatever was
+ * extracted is removed again, so every input starts from the same state.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sbx/runtime.h>
+
+#include "../../src/images/store.h"
+#include "../../src/util/alloc.h"
+#include "../../src/util/fs.h"
+#include "fuzz.h"
+
+static sbx_runtime *rt;
+static char *input, *unpack;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc, (void)argv;
+	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+	char *root = xasprintf("%s/sbx-fuzz-tar-XXXXXX", base);
+	sbx_error *e = NULL;
+	if (!mkdtemp(root))
+		abort();
+	char *state = xasprintf("%s/state", root), *images = xasprintf("%s/images", root);
+	input = xasprintf("%s/input.tar", root);
+	unpack = xasprintf("%s/unpack", root);
+	sbx_runtime_opts o = SBX_RUNTIME_OPTS_INIT;
+	o.state_dir = state;
+	o.image_dir = images;
+	if (sbx_runtime_new(&rt, &o, &e) < 0 || sbx__image_store_init(rt, &e) < 0) {
+		fprintf(stderr, "tar: %s\n", e && e->msg ? e->msg : "setup");
+		abort();
+	}
+	free(state);
+	free(images);
+	free(root);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!rt)
+		LLVMFuzzerInitialize(NULL, NULL);
+	sbx_error *e = NULL;
+	if (sbx__write_file_atomic(input, data, size, 0600, &e) < 0) {
+		sbx_error_free(e);
+		return 0;
+	}
+	char *digest = NULL;
+	if (sbx__image_layer_from_tar(&digest, rt, input, NULL, NULL, &e) == 0) {
+		char *dir = sbx__image_layer_dir(rt, digest);
+		sbx__rm_rf(dir, NULL);
+		free(dir);
+		free(digest);
+	} else {
+		sbx_error_free(e);
+		e = NULL;
+	}
+	if (mkdir(unpack, 0700) == 0 || access(unpack, F_OK) == 0) {
+		if (sbx__image_unpack_archive(input, unpack, &e) < 0)
+			sbx_error_free(e);
+		sbx__rm_rf(unpack, NULL);
+	}
+	return 0;
+}
