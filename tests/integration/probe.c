@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <arpa/inet.h>
 #include <unistd.h>
 
@@ -56,6 +57,57 @@ int main(int argc, char **argv)
 		}
 		printf("hog: allocated %zu MiB\n", mb);
 		return 0;
+	}
+	if (!strcmp(c, "packet"))
+		/* A sniffer's first step (security issue 13, attack 1). */
+		return report("packet", socket(AF_PACKET, SOCK_RAW, htons(0x0003 /* ETH_P_ALL */)));
+	if (!strcmp(c, "dial") && argc > 4) {
+		/* dial HOST PORT MS: a TCP connect that gives up after MS. */
+		int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)strtol(argv[3], NULL, 10)) };
+		inet_pton(AF_INET, argv[2], &sa.sin_addr);
+		if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS)
+			return report("dial", -1);
+		struct pollfd p = { .fd = s, .events = POLLOUT };
+		if (poll(&p, 1, (int)strtol(argv[4], NULL, 10)) == 0) {
+			printf("dial: timeout\n");
+			return 1;
+		}
+		int e = 0;
+		socklen_t el = sizeof(e);
+		getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &el);
+		errno = e;
+		return report("dial", e ? -1 : 0);
+	}
+	if (!strcmp(c, "udp") && argc > 4) {
+		/* udp HOST PORT MS: one datagram out, waits MS for any answer. */
+		int s = socket(AF_INET, SOCK_DGRAM, 0);
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)strtol(argv[3], NULL, 10)) };
+		inet_pton(AF_INET, argv[2], &sa.sin_addr);
+		if (sendto(s, "ping", 4, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+			return report("udp", -1);
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		if (poll(&p, 1, (int)strtol(argv[4], NULL, 10)) == 0) {
+			printf("udp: timeout\n");
+			return 1;
+		}
+		char b[64];
+		return report("udp", recv(s, b, sizeof(b), 0));
+	}
+	if (!strcmp(c, "listen") && argc > 2) {
+		/* listen PORT: answers every TCP connection with "sbx\n". */
+		int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)strtol(argv[2], NULL, 10)) };
+		if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s, 16) < 0)
+			return report("listen", -1);
+		for (;;) {
+			int c2 = accept(s, NULL, NULL);
+			if (c2 >= 0) {
+				(void)!write(c2, "sbx\n", 4);
+				close(c2);
+			}
+		}
 	}
 	return 2;
 }

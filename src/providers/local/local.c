@@ -30,6 +30,7 @@
 #include "../../util/log.h"
 #include "../../util/str.h"
 #include "local_int.h"
+#include "net/net.h"
 #include "proto.h"
 
 static int local_init(void **ctx_out, sbx_runtime *rt, sbx_error **err)
@@ -153,7 +154,9 @@ static int teardown(struct local_sb *sb, sbx_error **err)
 	sbx__nspool_release(&sb->ctx->pool, sb->mntns);
 	sb->mntns = -1;
 	double t1 = sbx__now_mono();
-	int r = sbx__cg_remove(&sb->ctx->cg, sb->id, err);
+	int r = sbx__net_detach(sb->dir, sb->id, err);
+	if (r == 0)
+		r = sbx__cg_remove(&sb->ctx->cg, sb->id, err);
 	if (r < 0)
 		return r;
 	double t2 = sbx__now_mono();
@@ -235,6 +238,8 @@ static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandb
 	sb->start = sbx__proc_starttime(sb->pid);
 	hold_mntns(sb);
 	if ((r = write_state(sb, o, err)) < 0)
+		goto out;
+	if (o->network == SBX_NETWORK_INTERNET && (r = sbx__net_attach(sb->dir, id, sb->pid, o, err)) < 0)
 		goto out;
 	t_state = sbx__now_mono();
 	if (sent < 0 && (r = sbx__local_send_setup(sb, sync[0], listener, img, o, 0, err)) < 0)
@@ -476,7 +481,7 @@ static int local_destroy_id(void *ctx, const char *id, sbx_error **err)
 	}
 	char **cgs = sbx__cg_list(&c->cg);
 	_cleanup_free_ char *sock = path_of(sb, "sock");
-	int exists = have || access(sock, F_OK) == 0;
+	int exists = have || access(sock, F_OK) == 0 || sbx__net_marked(sb->dir);
 	for (size_t k = 0; cgs && cgs[k]; k++)
 		exists |= strcmp(cgs[k], id) == 0;
 	sbx__strv_free(cgs);

@@ -23,6 +23,7 @@
 #include "../../util/log.h"
 #include "../../util/str.h"
 #include "local_int.h"
+#include "net/net.h"
 #include "proto.h"
 
 #define DEFAULT_STORAGE_MB 10240
@@ -79,6 +80,9 @@ static void build_setup(struct sbx_msg *m, char *buf, size_t cap, struct local_s
 			sbx__msg_add_str(m, T_RESOLV, resolv);
 			free(resolv);
 		}
+	} else if (o->network == SBX_NETWORK_INTERNET) {
+		_cleanup_free_ char *resolv = sbx__net_resolv_conf();
+		sbx__msg_add_str(m, T_RESOLV, resolv);
 	}
 	sbx__msg_add(m, T_SECCOMP, prog, (uint32_t)prog_len);
 	const char *wd = o->workdir ? o->workdir : img->config.workdir;
