@@ -1,11 +1,13 @@
 # Thin wrapper: the real build is Meson + Ninja.
 #   make demo   install missing packages, build, run the main job on `local`
 #   make check  install missing packages, build (plain + ASan/UBSan), run every offline test
+#   make fuzz   build the libFuzzer harnesses with clang and run each FUZZ_MINUTES minutes
 BUILD ?= build
 ASAN  ?= build-asan
 MESON ?= meson
+FUZZ_MINUTES ?= 5
 
-.PHONY: all deps build demo check test test-asan checksrc bench clean
+.PHONY: all deps build demo check test test-asan checksrc bench clean fuzz
 
 all: build
 
@@ -40,6 +42,10 @@ check: build checksrc
 bench: build
 	bash scripts/deps.sh --bench
 	bash bench/lifecycle.sh $(BUILD)
+
+# Runs each libFuzzer harness (tests/fuzz) for FUZZ_MINUTES minutes; docs/fuzzing.md.
+fuzz: deps
+	FUZZ_MINUTES=$(FUZZ_MINUTES) bash scripts/fuzz.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN)

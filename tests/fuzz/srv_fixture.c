@@ -432,7 +432,7 @@ static void fail(const char *what, sbx_error *e)
 /* Puts the table back to exactly one running sandbox with known state. */
 static void reset_sandbox(struct server *srv)
 {
-	if (sandbox_g && !sandbox_g->dead && srv->n == 1 && srv->v[0] == sandbox_g) {
+	if (srv->n == 1 && srv->v[0] == sandbox_g && !sandbox_g->dead) {
 		sandbox_g->paused = 0;
 		sandbox_g->end_at = sandbox_g->started_at + 300;
 		return;
