@@ -9,12 +9,15 @@
 #include "../util/fs.h"
 #include "../util/str.h"
 #include "cli.h"
+#include "exec_io.h"
 #include "opts.h"
 
 static const char run_help[] =
 	"usage: sbx run [OPTIONS] IMAGE [--] CMD [ARG...]\n\n"
-	"Create a sandbox from IMAGE, run CMD in it, destroy it. Output goes straight\n"
-	"to this terminal; the exit status is CMD's.\n\noptions:\n"
+	"Create a sandbox from IMAGE, run CMD in it, destroy it. CMD's output is copied\n"
+	"to this process's stdout/stderr, and stdin to CMD when it is not a terminal;\n"
+	"CMD never gets this process's own fds. The exit status is CMD's.\n\noptions:\n"
+	"  -i, --interactive  copy stdin to CMD even from a terminal\n"
 	"  --timeout DUR      kill CMD and all its children after DUR (exit 124)\n"
 	"  --time             print stage timings (create, exec, destroy) to stderr\n"
 	"  --sh               run CMD as one shell command line (/bin/sh -c)\n";
@@ -26,8 +29,10 @@ static const char create_help[] =
 
 static const char exec_help[] =
 	"usage: sbx exec [OPTIONS] ID [--] CMD [ARG...]\n\n"
-	"Run CMD in sandbox ID. Output goes straight to this terminal; the exit status\n"
-	"is CMD's.\n\noptions:\n"
+	"Run CMD in sandbox ID. CMD's output is copied to this process's stdout/stderr,\n"
+	"and stdin to CMD when it is not a terminal; CMD never gets this process's own\n"
+	"fds. The exit status is CMD's.\n\noptions:\n"
+	"  -i, --interactive  copy stdin to CMD even from a terminal\n"
 	"  -e, --env K=V      extra environment (repeatable)\n"
 	"  -w, --workdir DIR  working directory\n"
 	"  -u, --user USER    user (name, uid, name:group)\n"
@@ -41,8 +46,10 @@ static int parse_timeout(double *out, const char *cmd, const char *v)
 	return 0;
 }
 
-/* Runs argv (or one shell line) with our own stdio. Returns the exit code. */
-static int run_cmd(sbx_sandbox *sb, char **argv, int shell, const sbx_exec_opts *base, int *timed_out)
+/* Runs argv (or one shell line) with stdio pumped through pipes (exec_io.c).
+ * Returns the exit code. */
+static int run_cmd(sbx_sandbox *sb, char **argv, int shell, const sbx_exec_opts *base, enum cli_stdin in,
+		   int *timed_out)
 {
 	sbx_exec_opts o = *base;
 	char *line = NULL;
@@ -60,22 +67,8 @@ static int run_cmd(sbx_sandbox *sb, char **argv, int shell, const sbx_exec_opts 
 	} else {
 		o.argv = (const char *const *)argv;
 	}
-	o.stdout_fd = STDOUT_FILENO;
-	o.stderr_fd = STDERR_FILENO;
-	o.stdin_fd = isatty(STDIN_FILENO) ? -1 : STDIN_FILENO;
-	sbx_exec_result res;
-	sbx_error *err = NULL;
-	int r = sbx_sandbox_exec(&res, sb, &o, &err);
+	int code = cli_exec_stdio(sb, &o, in, timed_out);
 	free(line);
-	if (r < 0) {
-		cli_fail("exec", err);
-		return EXIT_SBX;
-	}
-	if (res.err && res.err_len)
-		fwrite(res.err, 1, res.err_len, stderr);
-	*timed_out = res.timed_out;
-	int code = res.timed_out ? EXIT_TIMEOUT : res.exit_code;
-	sbx_exec_result_free(&res);
 	return code;
 }
 
@@ -85,6 +78,7 @@ int cmd_run(int argc, char **argv)
 	spec_flags_init(&f);
 	sbx_exec_opts eo = SBX_EXEC_OPTS_INIT;
 	int timing = 0, shell = 0, i, code = EXIT_USAGE;
+	enum cli_stdin in = CLI_STDIN_AUTO;
 	for (i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++) {
 		if (cli_is_help(argv[i])) {
 			printf("%s%s", run_help, spec_flags_help);
@@ -103,6 +97,8 @@ int cmd_run(int argc, char **argv)
 			timing = 1;
 		} else if (!strcmp(argv[i], "--sh")) {
 			shell = 1;
+		} else if (!strcmp(argv[i], "-i") || !strcmp(argv[i], "--interactive")) {
+			in = CLI_STDIN_ALWAYS;
 		} else {
 			code = cli_usage_error("run", "unknown option %s", argv[i]);
 			goto out;
@@ -134,7 +130,7 @@ int cmd_run(int argc, char **argv)
 	}
 	double t1 = sbx__now_mono();
 	int timed_out = 0;
-	code = run_cmd(sb, argv + i, shell, &eo, &timed_out);
+	code = run_cmd(sb, argv + i, shell, &eo, in, &timed_out);
 	double t2 = sbx__now_mono();
 	if (sbx_sandbox_destroy(sb, &err) < 0) {
 		cli_fail("run: destroy", err);
@@ -210,6 +206,7 @@ int cmd_exec(int argc, char **argv)
 	sbx_exec_opts eo = SBX_EXEC_OPTS_INIT;
 	char **env = NULL;
 	int shell = 0, i, code = EXIT_USAGE;
+	enum cli_stdin in = CLI_STDIN_AUTO;
 	for (i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -219,6 +216,8 @@ int cmd_exec(int argc, char **argv)
 			goto out;
 		} else if (!strcmp(a, "--sh")) {
 			shell = 1;
+		} else if (!strcmp(a, "-i") || !strcmp(a, "--interactive")) {
+			in = CLI_STDIN_ALWAYS;
 		} else if (!v) {
 			code = cli_usage_error("exec", "%s needs a value (or is unknown)", a);
 			goto out;
@@ -267,7 +266,7 @@ int cmd_exec(int argc, char **argv)
 		code = cli_fail("exec", err);
 	} else {
 		int timed_out;
-		code = run_cmd(sb, argv + i, shell, &eo, &timed_out);
+		code = run_cmd(sb, argv + i, shell, &eo, in, &timed_out);
 		sbx_sandbox_free(sb);
 	}
 	sbx_runtime_free(rt);

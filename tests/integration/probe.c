@@ -5,6 +5,7 @@
  * sandbox allows (busybox alone cannot call ptrace or bpf).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,24 @@ int main(int argc, char **argv)
 				close(c2);
 			}
 		}
+	}
+	if (!strcmp(c, "reopen") && argc > 3) {
+		/* Opens /proc/self/fd/N again, as an escape would, and either reads
+		 * what it can without blocking into FILE or appends TEXT to it. */
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", argv[2]);
+		int w = !strcmp(argv[3], "w");
+		int fd = open(path, (w ? O_WRONLY | O_APPEND : O_RDONLY) | O_NONBLOCK);
+		if (fd < 0 || argc < 5)
+			return report("reopen", fd);
+		if (w)
+			return report("reopen", write(fd, argv[4], strlen(argv[4])));
+		FILE *out = fopen(argv[4], "w");
+		char buf[4096];
+		ssize_t n;
+		while (out && (n = read(fd, buf, sizeof(buf))) > 0)
+			fwrite(buf, 1, (size_t)n, out);
+		return report("reopen", out ? fclose(out) : -1);
 	}
 	return 2;
 }

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The stdio of `sbx run` and `sbx exec`. Handing the command our own fds (as
+ * the library allows) let a sandbox reopen /proc/self/fd/1 and read the host
+ * file stdout was redirected to, read keystrokes from our terminal through
+ * it, and keep appending from a background process after we returned. So the
+ * command gets pipes made here, and one pump thread copies them to our
+ * stdout/stderr (and our stdin into its stdin pipe) while the main thread
+ * waits in sbx_sandbox_exec(), whose start, errors and exit codes stay the
+ * library's. When the exit status is in, the pump drains what the pipes hold
+ * for a short, bounded grace and stops: a background process still holding
+ * the pipes then writes into a pipe nobody reads, never into a host file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "../util/alloc.h"
+#include "../util/fs.h"
+#include "cli.h"
+#include "exec_io.h"
+
+/* As long as the library's own exec drains its pipes after the exit status. */
+#define DRAIN_GRACE_S 0.05
+#define CHUNK 65536
+/* A command writing small chunks fast (4 KiB from `head`, `cat` of a pipe)
+ * would wake the pump once per chunk: thousands of wakeups for 10 MiB, each
+ * a thread switch on a loaded host. While data streams, the pump waits this
+ * long between wakeups instead, and the pipes hold what arrives meanwhile. */
+#define STREAM_NAP_NS 200000L
+#define PIPE_SIZE (1 << 20)
+
+struct pump {
+	int out[2];        /* read ends: stdout, stderr (-1 when merged or at EOF) */
+	int in_w;          /* write end of the command's stdin pipe, -1 when not (or no longer) fed */
+	int wake;          /* eventfd: the command has exited */
+	size_t in_off, in_len;
+	char in_buf[CHUNK];
+	char buf[CHUNK];
+};
+
+/* Writes all of `p` to one of our own fds, waiting when it was left
+ * non-blocking by whoever gave it to us. -1 when the reader is gone. */
+static int write_out(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+		} else if (w < 0 && errno == EAGAIN) {
+			struct pollfd pf = { .fd = fd, .events = POLLOUT };
+			poll(&pf, 1, -1);
+		} else if (!(w < 0 && errno == EINTR)) {
+			return w < 0 && errno == EPIPE ? -1 : 0; /* else: a closed fd drops output */
+		}
+	}
+	return 0;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* What one step of the pump did: nothing, emptied its source or filled its
+ * sink (wait for more), or a whole chunk (likely more right away). */
+enum { MOVED_NONE, MOVED_SOME, MOVED_CHUNK };
+
+/* One chunk from output pipe i. At EOF, or when our own reader went away,
+ * the pipe is closed: the command then gets EPIPE as if it wrote to ours. */
+static int pump_out(struct pump *p, int i)
+{
+	ssize_t n = read(p->out[i], p->buf, CHUNK);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return MOVED_NONE;
+	if (n <= 0 || write_out(i ? STDERR_FILENO : STDOUT_FILENO, p->buf, (size_t)n) < 0) {
+		close_fd(&p->out[i]);
+		return MOVED_NONE;
+	}
+	return n == CHUNK ? MOVED_CHUNK : MOVED_SOME;
+}
+
+static int feed_in(struct pump *p)
+{
+	ssize_t w = write(p->in_w, p->in_buf + p->in_off, p->in_len);
+	if (w > 0) {
+		p->in_off += (size_t)w;
+		p->in_len -= (size_t)w;
+		return p->in_len ? MOVED_SOME : MOVED_CHUNK;
+	}
+	if (!(w < 0 && (errno == EAGAIN || errno == EINTR)))
+		close_fd(&p->in_w); /* the command closed its stdin */
+	return MOVED_NONE;
+}
+
+static int read_in(struct pump *p)
+{
+	ssize_t n = read(STDIN_FILENO, p->in_buf, CHUNK);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return MOVED_NONE;
+	if (n <= 0) {
+		close_fd(&p->in_w); /* EOF for the command */
+		return MOVED_NONE;
+	}
+	p->in_off = 0;
+	p->in_len = (size_t)n;
+	int r = feed_in(p);
+	return n == CHUNK ? r : MOVED_SOME;
+}
+
+static void *pump_main(void *arg)
+{
+	struct pump *p = arg;
+	/* EPIPE instead of a signal, for a command that closed its stdin and a
+	 * reader of ours that went away alike. */
+	sigset_t pipe_sig;
+	sigemptyset(&pipe_sig);
+	sigaddset(&pipe_sig, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);
+	int exited = 0, streaming = 0;
+	double until = 0;
+	for (;;) {
+		struct pollfd pf[5];
+		int n = 0, oi[2] = { -1, -1 }, wi = -1, ri = -1, fi = -1, timeout = -1;
+		for (int i = 0; i < 2; i++)
+			if (p->out[i] >= 0) {
+				oi[i] = n;
+				pf[n++] = (struct pollfd){ .fd = p->out[i], .events = POLLIN };
+			}
+		if (!exited) {
+			wi = n;
+			pf[n++] = (struct pollfd){ .fd = p->wake, .events = POLLIN };
+			if (p->in_w >= 0 && p->in_len) {
+				fi = n;
+				pf[n++] = (struct pollfd){ .fd = p->in_w, .events = POLLOUT };
+			} else if (p->in_w >= 0) {
+				ri = n;
+				pf[n++] = (struct pollfd){ .fd = STDIN_FILENO, .events = POLLIN };
+			}
+		} else {
+			/* Background processes may hold the pipes for ever: take
+			 * what is there within the grace, then stop. */
+			double left = until - sbx__now_mono();
+			if (n == 0 || left <= 0)
+				break;
+			timeout = (int)(left * 1000) + 1;
+		}
+		int k = poll(pf, (nfds_t)n, timeout);
+		if (k < 0 && errno != EINTR)
+			break;
+		if (k <= 0)
+			continue;
+		int moved = MOVED_NONE, m;
+		for (int i = 0; i < 2; i++)
+			if (oi[i] >= 0 && pf[oi[i]].revents && (m = pump_out(p, i)) > moved)
+				moved = m;
+		if (fi >= 0 && pf[fi].revents && (m = feed_in(p)) > moved)
+			moved = m;
+		if (ri >= 0 && pf[ri].revents && (m = read_in(p)) > moved)
+			moved = m;
+		if (wi >= 0 && pf[wi].revents) {
+			exited = 1;
+			until = sbx__now_mono() + DRAIN_GRACE_S;
+		}
+		/* Data twice in a row is a stream, not one burst or a keystroke:
+		 * once a step ran dry, let the next chunks pile up. */
+		if (moved == MOVED_NONE)
+			streaming = 0;
+		else if (moved == MOVED_SOME && streaming++ && !exited)
+			nanosleep(&(struct timespec){ .tv_nsec = STREAM_NAP_NS }, NULL);
+	}
+	return NULL;
+}
+
+/* stdout and stderr are one open file (2>&1): one pipe keeps their order. */
+static int same_file(int a, int b)
+{
+	pid_t me = getpid();
+	return syscall(SYS_kcmp, me, me, KCMP_FILE, a, b) == 0;
+}
+
+static int forward_stdin(enum cli_stdin in)
+{
+	struct stat st;
+	if (fstat(STDIN_FILENO, &st) < 0)
+		return 0;
+	/* Nothing to copy: the command gets /dev/null either way. */
+	if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3))
+		return 0;
+	return in == CLI_STDIN_ALWAYS || !isatty(STDIN_FILENO);
+}
+
+/* A pipe whose end `mine` (0 = read, 1 = write) is ours and non-blocking. */
+static int make_pipe(int *ours, int *theirs, int mine)
+{
+	int pp[2];
+	if (pipe2(pp, O_CLOEXEC) < 0)
+		return -1;
+	*ours = pp[mine];
+	*theirs = pp[!mine];
+	fcntl(*ours, F_SETFL, O_NONBLOCK);
+	fcntl(*ours, F_SETPIPE_SZ, PIPE_SIZE); /* best effort: room while the pump naps */
+	return 0;
+}
+
+int cli_exec_stdio(sbx_sandbox *sb, const sbx_exec_opts *base, enum cli_stdin in, int *timed_out)
+{
+	struct pump *p = xmalloc(sizeof(*p));
+	*p = (struct pump){ .out = { -1, -1 }, .in_w = -1, .wake = -1 };
+	int theirs[3] = { -1, -1, -1 }; /* stdout, stderr, stdin ends for the command */
+	int merged = same_file(STDOUT_FILENO, STDERR_FILENO), started = 0, code = EXIT_SBX;
+	int ok = make_pipe(&p->out[0], &theirs[0], 0) == 0 &&
+		 (merged || make_pipe(&p->out[1], &theirs[1], 0) == 0) &&
+		 (!forward_stdin(in) || make_pipe(&p->in_w, &theirs[2], 1) == 0) &&
+		 (p->wake = eventfd(0, EFD_CLOEXEC)) >= 0;
+	pthread_t t;
+	if (ok && (errno = pthread_create(&t, NULL, pump_main, p)) == 0)
+		started = 1;
+	if (!started) {
+		fprintf(stderr, "sbx exec: stdio pipes: %s\n", strerror(errno));
+		goto out;
+	}
+	sbx_exec_opts o = *base;
+	o.stdout_fd = theirs[0];
+	o.stderr_fd = merged ? theirs[0] : theirs[1];
+	o.stdin_fd = theirs[2];
+	o.stdin_data = NULL;
+	o.on_output = NULL;
+	sbx_exec_result res;
+	sbx_error *err = NULL;
+	int r = sbx_sandbox_exec(&res, sb, &o, &err);
+	/* Now only the sandbox holds the other ends: EOF once its processes go. */
+	for (int i = 0; i < 3; i++)
+		close_fd(&theirs[i]);
+	uint64_t one = 1;
+	if (write(p->wake, &one, sizeof(one)) < 0)
+		abort(); /* an eventfd write of 1 cannot fail */
+	pthread_join(t, NULL);
+	if (r < 0) {
+		cli_fail("exec", err);
+		goto out;
+	}
+	/* A command that could not start (not found): the library's message. */
+	if (res.err && res.err_len)
+		fwrite(res.err, 1, res.err_len, stderr);
+	*timed_out = res.timed_out;
+	code = res.timed_out ? EXIT_TIMEOUT : res.exit_code;
+	sbx_exec_result_free(&res);
+out:
+	for (int i = 0; i < 3; i++)
+		close_fd(&theirs[i]);
+	close_fd(&p->out[0]);
+	close_fd(&p->out[1]);
+	close_fd(&p->in_w);
+	if (p->wake >= 0)
+		close(p->wake);
+	free(p);
+	return code;
+}
