@@ -36,6 +36,7 @@ struct opts {
 	unsigned long n, warmup, workers;
 	double seconds, settle;
 	bool json;
+	sbx_userns userns;
 };
 
 static volatile sig_atomic_t interrupted;
@@ -50,7 +51,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: sbx-bench-lifecycle [--mode latency|throughput|density] [--image NAME]\n"
-		"         [--provider NAME] [--label L] [--cmd PROG] [--json]\n"
+		"         [--provider NAME] [--userns private|host] [--label L] [--cmd PROG] [--json]\n"
 		"  latency:    [--n 1000] [--warmup 10] [--samples FILE]\n"
 		"  throughput: [--seconds 20] [--workers 2]\n"
 		"  density:    [--counts 100,1000,3000,5000] [--settle 2]\n"
@@ -93,6 +94,7 @@ static int lifecycle(sbx_runtime *rt, const struct opts *o, double ph[3], sbx_er
 	sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
 	so.image = o->image;
 	so.provider = o->provider;
+	so.userns = o->userns;
 	sbx_sandbox *sb = NULL;
 	double t0 = bench_now();
 	int r = sbx_sandbox_create(&sb, rt, &so, err);
@@ -420,6 +422,7 @@ static int mode_density(struct opts *o)
 		sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
 		so.image = o->image;
 		so.provider = o->provider;
+		so.userns = o->userns;
 		double t0 = bench_now();
 		while (alive < counts[c] && !interrupted) {
 			sbx_error *e = NULL;
@@ -512,6 +515,8 @@ static int parse_args(struct opts *o, int argc, char **argv)
 			o->image = v;
 		} else if (strcmp(a, "--provider") == 0) {
 			o->provider = v;
+		} else if (strcmp(a, "--userns") == 0) {
+			r = sbx_userns_parse(&o->userns, v);
 		} else if (strcmp(a, "--samples") == 0) {
 			o->samples = v;
 		} else if (strcmp(a, "--label") == 0) {

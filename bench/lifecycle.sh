@@ -218,6 +218,7 @@ lat_run() { # tool round
   case $t in
     sbx) "$LC" --mode latency --image "$IMAGE" --label "sbx (library)" "${common[@]}" ;;
     sbx-nopool) SBX_NS_POOL=0 "$LC" --mode latency --image "$IMAGE" --label "sbx (library), SBX_NS_POOL=0" "${common[@]}" ;;
+    sbx-userns-host) "$LC" --mode latency --image "$IMAGE" --userns host --label "sbx (library), userns=host" "${common[@]}" ;;
     sbx-cli) "$ST" --label "sbx run (CLI)" "${common[@]}" -- "$SBX" run "$IMAGE" -- true ;;
     bwrap) "$ST" --label bwrap "${common[@]}" -- "${BWRAP[@]}" true ;;
     crun) "$ST" --label crun "${common[@]}" -- "${CRUN[@]}" run --bundle "$BUNDLE" "$CRUN_PREFIX-r$r-{i}" ;;
@@ -225,9 +226,10 @@ lat_run() { # tool round
     *) return 2 ;;
   esac
 }
-TOOLS=(sbx sbx-nopool sbx-cli bwrap crun host-true)
+TOOLS=(sbx sbx-userns-host sbx-nopool sbx-cli bwrap crun host-true)
 OK[sbx-cli]=${OK[sbx]}
 OK[sbx-nopool]=${OK[sbx]} # without the background namespace pool (docs/local-provider.md)
+OK[sbx-userns-host]=${OK[sbx]} # without user namespaces: what they cost (docs/security.md)
 OK[host-true]=1 # spawn+wait of a plain process: the floor under the CLI tools
 for t in "${TOOLS[@]}"; do rm -f "$OUT/lat-$t.samples" "$OUT/lat-$t.jsonl"; done
 for r in $(seq 1 "$ROUNDS"); do

@@ -10,7 +10,8 @@ import math
 import os
 import sys
 
-TOOLS = [("sbx", "sbx (library)"), ("sbx-nopool", "sbx (library), SBX_NS_POOL=0"),
+TOOLS = [("sbx", "sbx (library)"), ("sbx-userns-host", "sbx (library), userns=host"),
+         ("sbx-nopool", "sbx (library), SBX_NS_POOL=0"),
          ("sbx-cli", "sbx run (CLI)"), ("bwrap", "bubblewrap"), ("crun", "crun"),
          ("host-true", "host /bin/true, no sandbox")]
 LAT_TARGET = 0.5      # sbx median <= 0.5 x bwrap median

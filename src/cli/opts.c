@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The sandbox-spec flags (--cpus, --memory, --storage, --pids, --network,
- * --env, --workdir, --user, --ttl, --label, --hostname), parsed into the one
+ * --allow-out, --deny-out, --userns, --nofile, --cap-net-raw, --env,
+ * --workdir, --user, --ttl, --label, --hostname), parsed into the one
  * spec struct every entry point fills.
  */
 #include <errno.h>
@@ -21,7 +22,15 @@ const char spec_flags_help[] =
 	"  --memory SIZE      memory limit (512M, 2G)\n"
 	"  --storage SIZE     cap on the writable layer (default 10G)\n"
 	"  --pids N           process limit (default 4096)\n"
-	"  --network MODE     none (default, loopback only) or host\n"
+	"  --network MODE     none (default, loopback only), internet (own address, NAT;\n"
+	"                     host, link-local and other sandboxes unreachable), or host\n"
+	"                     (UNSAFE: the host's network, loopback included)\n"
+	"  --allow-out NET    internet only: egress only to this CIDR or hostname (repeatable)\n"
+	"  --deny-out NET     internet only: no egress to this CIDR or hostname (repeatable)\n"
+	"  --userns MODE      private (default: root inside is an unprivileged host id range)\n"
+	"                     or host (UNSAFE: root inside is host root)\n"
+	"  --nofile N         open-file limit of commands (default 65536)\n"
+	"  --cap-net-raw      keep CAP_NET_RAW (raw and packet sockets; off by default)\n"
 	"  -e, --env K=V      environment for every command (repeatable)\n"
 	"  -w, --workdir DIR  default working directory\n"
 	"  -u, --user USER    default user (name, uid, name:group)\n"
@@ -42,6 +51,8 @@ void spec_flags_free(struct spec_flags *f)
 {
 	sbx__strv_free(f->env);
 	sbx__strv_free(f->labels);
+	sbx__strv_free(f->allow_out);
+	sbx__strv_free(f->deny_out);
 	free(f->backend);
 }
 
@@ -60,7 +71,12 @@ static int want_mb(unsigned *out, const char *cmd, const char *flag, const char 
 int spec_flag(struct spec_flags *f, const char *cmd, int argc, char **argv, int *i)
 {
 	const char *a = argv[*i];
+	if (!strcmp(a, "--cap-net-raw")) {
+		f->o.net_raw = 1;
+		return 1;
+	}
 	static const char *with_value[] = { "--cpus", "--memory", "--storage", "--pids", "--network",
+					    "--allow-out", "--deny-out", "--userns", "--nofile",
 					    "--env", "-e", "--workdir", "-w", "--user", "-u", "--ttl",
 					    "--label", "-l", "--hostname", "--provider", "--backend", NULL };
 	int known = 0;
@@ -88,7 +104,19 @@ int spec_flag(struct spec_flags *f, const char *cmd, int argc, char **argv, int 
 		f->o.pids_max = (unsigned)n;
 	} else if (!strcmp(a, "--network")) {
 		if (sbx_network_parse(&f->o.network, v) < 0)
-			return cli_usage_error(cmd, "--network '%s': expected none or host", v);
+			return cli_usage_error(cmd, "--network '%s': expected none, internet or host", v);
+	} else if (!strcmp(a, "--allow-out") || !strcmp(a, "--deny-out")) {
+		if (!*v)
+			return cli_usage_error(cmd, "%s needs a CIDR or a hostname", a);
+		sbx__strv_push(a[2] == 'a' ? &f->allow_out : &f->deny_out, v);
+	} else if (!strcmp(a, "--userns")) {
+		if (sbx_userns_parse(&f->o.userns, v) < 0)
+			return cli_usage_error(cmd, "--userns '%s': expected private or host", v);
+	} else if (!strcmp(a, "--nofile")) {
+		uint64_t n;
+		if (sbx__parse_u64(&n, v) < 0 || n < 16 || n > 1048576)
+			return cli_usage_error(cmd, "--nofile '%s': expected a whole number from 16 to 1048576", v);
+		f->o.nofile_max = (unsigned)n;
 	} else if (!strcmp(a, "--env") || !strcmp(a, "-e")) {
 		if (!strchr(v, '=') || v[0] == '=')
 			return cli_usage_error(cmd, "%s '%s': expected KEY=VALUE", a, v);
@@ -123,5 +151,7 @@ int spec_flag(struct spec_flags *f, const char *cmd, int argc, char **argv, int 
 	}
 	f->o.env = (const char *const *)f->env;
 	f->o.labels = (const char *const *)f->labels;
+	f->o.allow_out = (const char *const *)f->allow_out;
+	f->o.deny_out = (const char *const *)f->deny_out;
 	return 1;
 }

@@ -9,6 +9,7 @@ struct spec_flags {
 	sbx_sandbox_opts o;
 	char **env;      /* owned strv */
 	char **labels;   /* owned strv */
+	char **allow_out, **deny_out; /* owned strv (network=internet egress rules) */
 	char *backend;   /* owned canonical --backend name, or NULL */
 };
 

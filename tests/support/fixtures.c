@@ -145,13 +145,19 @@ sbx_sandbox *sbx_test_sandbox(sbx_runtime *rt, const sbx_sandbox_opts *opts)
  * (nspool.c), refilled in the background: not a leak, and counted apart. */
 static int is_ns_fd(int dirfd_self, const char *name)
 {
-	char target[64];
+	char target[512];
 	ssize_t n = readlinkat(dirfd_self, name, target, sizeof(target) - 1);
 	if (n <= 0)
 		return 0;
 	target[n] = '\0';
+	/* A pooled set also holds a user namespace and its id slot's lock. */
+	const char *locks = getenv("SBX_USERNS_LOCK_DIR");
+	if (!locks || !*locks)
+		locks = "/run/sbx-idmap";
+	size_t ll = strlen(locks);
 	return strncmp(target, "net:[", 5) == 0 || strncmp(target, "uts:[", 5) == 0 ||
-	       strncmp(target, "ipc:[", 5) == 0;
+	       strncmp(target, "ipc:[", 5) == 0 || strncmp(target, "user:[", 6) == 0 ||
+	       (strncmp(target, locks, ll) == 0 && target[ll] == '/');
 }
 
 static int count_fds(int want_ns)

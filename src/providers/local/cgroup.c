@@ -175,7 +175,37 @@ void sbx__cg_free(struct cg_layout *cg)
 	memset(cg, 0, sizeof(*cg));
 }
 
-/* The sandbox group directory of controller c (v2: one directory). */
+/*
+ * A sandbox without a memory limit could take the host's memory (its
+ * commands and its writable layer, a tmpfs charged to it). The default is a
+ * quarter of the host's RAM, between 256 MiB and 8 GiB; SBX_DEFAULT_MEMORY=0
+ * turns it off, another size replaces it.
+ */
+static unsigned default_memory_mb;
+static pthread_once_t default_memory_once = PTHREAD_ONCE_INIT;
+
+static void default_memory_init(void)
+{
+	const char *v = getenv("SBX_DEFAULT_MEMORY");
+	uint64_t bytes;
+	if (v && *v && sbx__parse_size(&bytes, v) == 0) {
+		if (strspn(v, "0123456789") == strlen(v))
+			bytes <<= 20; /* a bare number is MiB, as for --memory */
+		default_memory_mb = (unsigned)(bytes >> 20);
+		return;
+	}
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t mb = pages > 0 && psz > 0 ? ((uint64_t)pages * (uint64_t)psz >> 20) / 4 : 2048;
+	default_memory_mb = (unsigned)(mb < 256 ? 256 : mb > 8192 ? 8192 : mb);
+}
+
+unsigned sbx__cg_default_memory_mb(void)
+{
+	pthread_once(&default_memory_once, default_memory_init);
+	return default_memory_mb;
+}
+
+
 static char *group_dir(const struct cg_layout *cg, int c, const char *id)
 {
 	const char *root = cg->mode == CG_V2 ? cg->root[0] : cg->root[c];
@@ -197,8 +227,9 @@ static int set_limits(const struct cg_layout *cg, const char *id, const sbx_sand
 	snprintf(v, sizeof(v), "%u", pids_max);
 	if (pids && (r = write_str(pids, "pids.max", v)) < 0)
 		return sbx_error_setsys(err, r, -r, "cgroup %s: set pids.max=%s", pids, v);
-	if (o->memory_mb && mem) {
-		uint64_t bytes = (uint64_t)o->memory_mb << 20;
+	unsigned memory_mb = o->memory_mb ? o->memory_mb : sbx__cg_default_memory_mb();
+	if (memory_mb && mem) {
+		uint64_t bytes = (uint64_t)memory_mb << 20;
 		snprintf(v, sizeof(v), "%" PRIu64, bytes);
 		if (cg->mode == CG_V2) {
 			r = write_str(mem, "memory.max", v);
@@ -235,7 +266,8 @@ static int wanted(const struct cg_layout *cg, int c, const sbx_sandbox_opts *o)
 {
 	if (cg->mode == CG_V2)
 		return c == 0;
-	return c == CG_PIDS || (c == CG_MEMORY && o->memory_mb) || (c == CG_CPU && o->cpus > 0);
+	return c == CG_PIDS || (c == CG_MEMORY && (o->memory_mb || sbx__cg_default_memory_mb())) ||
+	       (c == CG_CPU && o->cpus > 0);
 }
 
 int sbx__cg_create(const struct cg_layout *cg, const char *id, const sbx_sandbox_opts *o,

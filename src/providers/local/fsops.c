@@ -4,7 +4,8 @@
  * chown, path fds) for the envd data plane and remote-style clients. Paths
  * resolve inside the sandbox root only (openat2 RESOLVE_IN_ROOT on the root fd
  * init handed us); the last component is never followed when it is a symlink.
- * Owner and group names come from the sandbox's own /etc/passwd and /etc/group.
+ * Owner and group names come from the sandbox's own /etc/passwd and /etc/group,
+ * read only when they are regular files (never blocking on a FIFO).
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -46,11 +47,14 @@ static int open_parent(int root, const char *path, char **base, sbx_error **err)
 	return fd;
 }
 
-/* Reads one of the sandbox's account files (small; capped at 1 MiB). */
+/* Reads one of the sandbox's account files (small; capped at 1 MiB). The
+ * sandbox may make it a FIFO or a link to a device: O_NONBLOCK opens those
+ * at once, and only a regular file is read. */
 static char *read_etc(int root, const char *file)
 {
-	_cleanup_close_ int fd = sbx__local_open_in(root, file, O_RDONLY, 0);
-	if (fd < 0)
+	struct stat st;
+	_cleanup_close_ int fd = sbx__local_open_in(root, file, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return NULL;
 	sbx_buf b;
 	sbx__buf_init(&b, 1 << 20);
@@ -106,11 +110,19 @@ static int id_of(const char *db, const char *name, unsigned *id, unsigned *gid)
 
 struct names {
 	char *passwd, *group;
+	uint32_t id_base; /* the sandbox's host id of root inside */
 };
 
-static void fill(sbx_file_info *f, const struct stat *st, const char *name, const char *path, int dirfd,
+static void fill(sbx_file_info *f, const struct stat *in, const char *name, const char *path, int dirfd,
 		 const struct names *nm)
 {
+	/* Owners as the sandbox sees them: host ids less its id base. */
+	struct stat shifted = *in;
+	const struct stat *st = &shifted;
+	if (nm->id_base && in->st_uid >= nm->id_base && in->st_uid - nm->id_base < 65536)
+		shifted.st_uid -= nm->id_base;
+	if (nm->id_base && in->st_gid >= nm->id_base && in->st_gid - nm->id_base < 65536)
+		shifted.st_gid -= nm->id_base;
 	f->name = xstrdup(name);
 	f->path = xstrdup(path);
 	f->type = S_ISREG(st->st_mode) ? SBX_FILE_REGULAR : S_ISDIR(st->st_mode) ? SBX_FILE_DIR :
@@ -136,8 +148,9 @@ static void fill(sbx_file_info *f, const struct stat *st, const char *name, cons
 	}
 }
 
-static void names_load(struct names *nm, int root)
+static void names_load(struct names *nm, struct local_sb *sb, int root)
 {
+	nm->id_base = sbx__local_id_base(sb);
 	nm->passwd = read_etc(root, "/etc/passwd");
 	nm->group = read_etc(root, "/etc/group");
 }
@@ -161,7 +174,7 @@ int sbx__local_stat(sbx_file_info *out, struct local_sb *sb, const char *path, s
 	if (fstatat(dfd, *base ? base : "", &st, AT_SYMLINK_NOFOLLOW | (*base ? 0 : AT_EMPTY_PATH)) < 0)
 		return sbx_error_setsys(err, -errno, errno, "%s", path);
 	struct names nm;
-	names_load(&nm, root);
+	names_load(&nm, sb, root);
 	fill(out, &st, *base ? base : "/", path, dfd, &nm);
 	names_free(&nm);
 	return 0;
@@ -210,7 +223,7 @@ int sbx__local_list_dir(sbx_file_info **out, size_t *n_out, struct local_sb *sb,
 	if (fd < 0)
 		return sbx_error_setsys(err, -errno, errno, "list %s", dir);
 	struct names nm;
-	names_load(&nm, root);
+	names_load(&nm, sb, root);
 	sbx_file_info *v = NULL;
 	size_t n = 0;
 	int r = list_into(&v, &n, fd, dir, depth, &nm, err);
@@ -284,7 +297,7 @@ int sbx__local_chown(struct local_sb *sb, const char *path, const char *user, sb
 	if (root < 0)
 		return root;
 	struct names nm;
-	names_load(&nm, root);
+	names_load(&nm, sb, root);
 	_cleanup_free_ char *u = xstrdup(user && *user ? user : "root");
 	char *grp = strchr(u, ':');
 	if (grp)
@@ -308,7 +321,10 @@ int sbx__local_chown(struct local_sb *sb, const char *path, const char *user, sb
 	_cleanup_close_ int dfd = open_parent(root, path, &base, err);
 	if (dfd < 0)
 		return dfd;
-	if (fchownat(dfd, *base ? base : "", uid, gid, AT_SYMLINK_NOFOLLOW | (*base ? 0 : AT_EMPTY_PATH)) < 0)
+	/* Ids inside are base + id on the host (user namespaces, idmap.c). */
+	uint32_t idb = sbx__local_id_base(sb);
+	if (fchownat(dfd, *base ? base : "", uid + idb, gid + idb,
+		     AT_SYMLINK_NOFOLLOW | (*base ? 0 : AT_EMPTY_PATH)) < 0)
 		return sbx_error_setsys(err, -errno, errno, "chown %s", path);
 	return 0;
 }

@@ -76,6 +76,18 @@ static struct local_sb *sb_new(struct local_ctx *c, const char *id)
 	return sb;
 }
 
+uint32_t sbx__local_id_base(struct local_sb *sb)
+{
+	if (!sb->id_known) {
+		uint32_t b = 0;
+		if (sbx__idmap_of_pid(sb->pid, &b) == 0) {
+			sb->id_base = b;
+			sb->id_known = 1;
+		}
+	}
+	return sb->id_base;
+}
+
 static void local_close(void *h)
 {
 	struct local_sb *sb = h;
@@ -203,7 +215,7 @@ static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandb
 	sbx__random_hex(id, LOCAL_ID_LEN);
 	struct local_sb *sb = sb_new(c, id);
 	int listener = -1, sync[2] = { -1, -1 }, cg_procs[CG_N], n_cg = 0;
-	struct sbx_nsset ns = { -1, -1, -1 };
+	struct sbx_nsset ns = SBX_NSSET_INIT;
 	double t0 = sbx__now_mono(), t_stage = 0, t_spawn = 0, t_state = 0;
 	/* Order matters for GC: the control socket comes first (while it
 	 * accepts connections, GC leaves the id alone), then the cgroups (GC
@@ -216,16 +228,22 @@ static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandb
 		r = sbx_error_setsys(err, -errno, errno, "socketpair");
 		goto out;
 	}
+	int pooled = sbx__nspool_take(&c->pool, &ns) == 0;
+	if (o->userns == SBX_USERNS_HOST)
+		sbx__idmap_close(&ns.id);
+	else if (ns.id.userns < 0 && (r = sbx__idmap_make(&ns.id, err)) < 0)
+		goto out;
+	sb->id_base = ns.id.base;
+	sb->id_known = 1;
 	if ((r = sbx__local_listen(sb->dir, &listener, err)) < 0 || (r = sbx__cg_create(&c->cg, id, o, err)) < 0 ||
 	    (r = n_cg = sbx__cg_procs_fds(&c->cg, id, cg_procs, err)) < 0)
 		goto out;
-	int sent = sbx__local_send_setup(sb, sync[0], listener, img, o, MSG_DONTWAIT, err);
+	int sent = sbx__local_send_setup(sb, sync[0], listener, &ns.id, img, o, MSG_DONTWAIT, err);
 	if (sent < 0 && sent != -EAGAIN) {
 		r = sent;
 		goto out;
 	}
 	t_stage = sbx__now_mono();
-	int pooled = sbx__nspool_take(&c->pool, &ns) == 0;
 	struct sbx_spawn_opts so = { .sync_fd = sync[1], .net_none = o->network != SBX_NETWORK_HOST,
 				     .ns = pooled ? &ns : NULL, .cg_procs = cg_procs, .n_cg = n_cg };
 	r = sbx__init_spawn(&sb->pid, &sb->pidfd, &so, err);
@@ -242,7 +260,7 @@ static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandb
 	if (o->network == SBX_NETWORK_INTERNET && (r = sbx__net_attach(sb->dir, id, sb->pid, o, err)) < 0)
 		goto out;
 	t_state = sbx__now_mono();
-	if (sent < 0 && (r = sbx__local_send_setup(sb, sync[0], listener, img, o, 0, err)) < 0)
+	if (sent < 0 && (r = sbx__local_send_setup(sb, sync[0], listener, &ns.id, img, o, 0, err)) < 0)
 		goto out;
 	/* init reports ready only after this: a creator killed before its state
 	 * file exists leaves an init that exits instead of an unrecorded one. */
@@ -328,7 +346,11 @@ static int local_exec(sbx_exec_result *out, void *h, const sbx_exec_opts *o, sbx
 static int local_write(void *h, const char *path, const void *data, size_t len, unsigned mode,
 		       sbx_error **err)
 {
-	return sbx__local_write_file(h, path, data, len, mode, err);
+	uint32_t base = sbx__local_id_base(h);
+	sbx__idmap_enter(base);
+	int r = sbx__local_write_file(h, path, data, len, mode, err);
+	sbx__idmap_leave(base);
+	return r;
 }
 
 static int local_read(void **data, size_t *len, void *h, const char *path, size_t max, sbx_error **err)
@@ -338,7 +360,11 @@ static int local_read(void **data, size_t *len, void *h, const char *path, size_
 
 static int local_upload(void *h, const char *src, const char *dst, sbx_error **err)
 {
-	return sbx__local_upload(h, src, dst, err);
+	uint32_t base = sbx__local_id_base(h);
+	sbx__idmap_enter(base);
+	int r = sbx__local_upload(h, src, dst, err);
+	sbx__idmap_leave(base);
+	return r;
 }
 
 static int local_download(void *h, const char *src, const char *dst, sbx_error **err)
@@ -533,7 +559,11 @@ static int l_list(sbx_file_info **out, size_t *n, void *h, const char *dir, unsi
 
 static int l_mkdir(void *h, const char *path, unsigned mode, sbx_error **err)
 {
-	return sbx__local_mkdir(h, path, mode, err);
+	uint32_t base = sbx__local_id_base(h);
+	sbx__idmap_enter(base);
+	int r = sbx__local_mkdir(h, path, mode, err);
+	sbx__idmap_leave(base);
+	return r;
 }
 
 static int l_rename(void *h, const char *from, const char *to, sbx_error **err)

@@ -23,9 +23,32 @@ struct cg_layout {
 };
 
 /* nspool.c: fresh network/UTS/IPC namespaces made ahead of time. */
+/* idmap.c: a sandbox's own host id range and the user namespace mapping
+ * 0..65535 inside onto it. */
+struct sbx_idmap {
+	int userns;         /* O_RDONLY fd of the namespace, -1 = none */
+	int lock;           /* flock'ed fd of the range's slot; init keeps it */
+	uint32_t base;      /* host id of root inside */
+};
+#define SBX_IDMAP_INIT { .userns = -1, .lock = -1, .base = 0 }
+/* A free slot (locked) and a namespace mapping it. 0 or -errno. */
+int sbx__idmap_make(struct sbx_idmap *out, sbx_error **err);
+void sbx__idmap_close(struct sbx_idmap *m);
+/* The pool of host ids slots come from: SBX_USERNS_RANGE, /etc/subuid's
+ * `sbx` entry, or the default. */
+int sbx__idmap_range(uint32_t *start, uint32_t *count, sbx_error **err);
+/* Host id of root inside the user namespace of pid (0: the host's). */
+int sbx__idmap_of_pid(pid_t pid, uint32_t *base);
+/* This thread creates files as host id base (root inside) until leave;
+ * no-ops for base 0. */
+void sbx__idmap_enter(uint32_t base);
+void sbx__idmap_leave(uint32_t base);
+
 struct sbx_nsset {
 	int net, uts, ipc;  /* O_RDONLY fds of /proc/.../ns/<kind>, -1 = none */
+	struct sbx_idmap id; /* made with the set; unused for userns=host */
 };
+#define SBX_NSSET_INIT { -1, -1, -1, SBX_IDMAP_INIT }
 struct sbx_nspool {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -68,7 +91,12 @@ struct local_sb {
 	pthread_mutex_t lock;
 	int rootfd;         /* O_PATH fd of the sandbox root, lazily fetched */
 	int mntns;          /* its mount namespace, held by a creator to release it off the destroy path */
+	uint32_t id_base;   /* host id of root inside (0: userns=host); see sbx__local_id_base */
+	int id_known;       /* id_base is set (a sandbox opened by id reads it lazily) */
 };
+/* local.c: host id of the sandbox's root (0 for userns=host): files the host
+ * creates inside belong to base + the id inside. */
+uint32_t sbx__local_id_base(struct local_sb *sb);
 
 /* cgroup.c */
 int sbx__cg_detect(struct cg_layout *cg, const char *state_dir, sbx_error **err);
@@ -85,6 +113,9 @@ int sbx__cg_remove(const struct cg_layout *cg, const char *id, sbx_error **err);
 /* Ids of every sandbox group under our parent (for GC); owned strv. */
 char **sbx__cg_list(const struct cg_layout *cg);
 const char *sbx__cg_mode_name(enum cg_mode m);
+/* Memory limit of a sandbox whose spec sets none (SBX_DEFAULT_MEMORY, else
+ * a quarter of the host's RAM within 256 MiB..8 GiB; 0 = none). */
+unsigned sbx__cg_default_memory_mb(void);
 
 /* seccomp.c: the compiled default filter (process-wide, built once). */
 int sbx__seccomp_program(const void **prog, size_t *len, sbx_error **err);
@@ -106,8 +137,8 @@ int sbx__init_spawn(pid_t *pid_out, int *pidfd_out, const struct sbx_spawn_opts 
 int sbx__local_listen(const char *base, int *fd_out, sbx_error **err);
 /* M_SETUP with the listener and the exec cgroup dir; with MSG_DONTWAIT in
  * flags, -EAGAIN (no error set) when it does not fit in the socket now. */
-int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const sbx_image *img,
-			  const sbx_sandbox_opts *o, int flags, sbx_error **err);
+int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const struct sbx_idmap *idm,
+			  const sbx_image *img, const sbx_sandbox_opts *o, int flags, sbx_error **err);
 int sbx__local_send_go(struct local_sb *sb, int sync, sbx_error **err);
 int sbx__local_await_ready(struct local_sb *sb, int sync, sbx_error **err);
 

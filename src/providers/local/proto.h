@@ -39,6 +39,10 @@ enum sbx_msg_tag {
 	T_LAYER, T_UPPER_DIR, T_STORAGE_MB, T_HOSTNAME, T_NETWORK, T_SECCOMP,
 	T_WORKDIR, T_TTL_MS, T_ROOT_MNT, T_RW_MNT, T_RESOLV, T_ID, T_SHM_MB,
 	T_QUIET,      /* M_EXEC: no M_STARTED (a blocking exec does not wait for it) */
+	T_ID_BASE,    /* M_SETUP: host id of root inside; the fds then carry the
+	                 user namespace and the id slot's lock (setup.c) */
+	T_NET_RAW,    /* M_SETUP: keep CAP_NET_RAW (spec net_raw) */
+	T_NOFILE,     /* M_SETUP: RLIMIT_NOFILE of every command */
 };
 
 struct sbx_msg {

@@ -27,6 +27,8 @@
 #include "proto.h"
 
 #define DEFAULT_STORAGE_MB 10240
+/* Commands get their own open-file limit, not whatever the host process had. */
+#define DEFAULT_NOFILE 65536
 
 int sbx__local_listen(const char *base, int *fd_out, sbx_error **err)
 {
@@ -58,7 +60,8 @@ static void add_setup_env(struct sbx_msg *m, const sbx_image *img, const sbx_san
 }
 
 static void build_setup(struct sbx_msg *m, char *buf, size_t cap, struct local_sb *sb, const void *prog,
-			size_t prog_len, const sbx_image *img, const sbx_sandbox_opts *o)
+			size_t prog_len, const sbx_image *img, const struct sbx_idmap *idm,
+			const sbx_sandbox_opts *o)
 {
 	sbx__msg_init(m, buf, cap, M_SETUP);
 	sbx__msg_add_str(m, T_ID, sb->id);
@@ -92,13 +95,18 @@ static void build_setup(struct sbx_msg *m, char *buf, size_t cap, struct local_s
 		sbx__msg_add_str(m, T_USER, user);
 	sbx__msg_add_u64(m, T_TTL_MS, (uint64_t)o->ttl_s * 1000);
 	add_setup_env(m, img, o);
+	if (idm->userns >= 0)
+		sbx__msg_add_u64(m, T_ID_BASE, idm->base);
+	if (o->net_raw)
+		sbx__msg_add_u64(m, T_NET_RAW, 1);
+	sbx__msg_add_u64(m, T_NOFILE, o->nofile_max ? o->nofile_max : DEFAULT_NOFILE);
 }
 
 /* Sends M_SETUP with the control listener and the exec cgroup dir. With
  * MSG_DONTWAIT (before init exists) it returns -EAGAIN if the message does
  * not fit in the socket buffer; the caller then sends it after the spawn. */
-int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const sbx_image *img,
-		      const sbx_sandbox_opts *o, int flags, sbx_error **err)
+int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const struct sbx_idmap *idm,
+			  const sbx_image *img, const sbx_sandbox_opts *o, int flags, sbx_error **err)
 {
 	const void *prog;
 	size_t prog_len;
@@ -109,16 +117,34 @@ int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const sbx
 	size_t cap = 64 * 1024;
 	_cleanup_free_ char *buf = xmalloc(cap);
 	struct sbx_msg m;
-	build_setup(&m, buf, cap, sb, prog, prog_len, img, o);
+	build_setup(&m, buf, cap, sb, prog, prog_len, img, idm, o);
 	if (m.overflow) {
 		cap = SBX_MSG_MAX;
 		buf = xrealloc(buf, cap);
-		build_setup(&m, buf, cap, sb, prog, prog_len, img, o);
+		build_setup(&m, buf, cap, sb, prog, prog_len, img, idm, o);
 	}
-	int fds[2] = { listener, sbx__cg_exec_dirfd(&sb->ctx->cg, sb->id) };
-	r = sbx__msg_sendf(sync, &m, fds, fds[1] >= 0 ? 2 : 1, flags);
-	if (fds[1] >= 0)
-		close(fds[1]);
+	/* fds: the listener, then (userns) the namespace and the id slot's
+	 * lock, then the exec cgroup dir if there is one. */
+	int fds[4] = { listener }, n = 1;
+	if (idm->userns >= 0) {
+		fds[n++] = idm->userns;
+		fds[n++] = idm->lock;
+	}
+	int cg = sbx__cg_exec_dirfd(&sb->ctx->cg, sb->id);
+	/* init runs as the slot's root: the exec group is delegated to it, as
+	 * a container manager delegates a subtree (its limits stay the host's). */
+	if (cg >= 0 && idm->userns >= 0 &&
+	    (fchown(cg, idm->base, idm->base) < 0 ||
+	     (fchownat(cg, "cgroup.procs", idm->base, idm->base, 0) < 0 && errno != ENOENT))) {
+		r = -errno;
+		close(cg);
+		return sbx_error_setsys(err, r, -r, "delegate the cgroup of sandbox %s to its user namespace", sb->id);
+	}
+	if (cg >= 0)
+		fds[n++] = cg;
+	r = sbx__msg_sendf(sync, &m, fds, n, flags);
+	if (cg >= 0)
+		close(cg);
 	if (r == -EAGAIN && (flags & MSG_DONTWAIT))
 		return r;
 	if (r < 0)

@@ -2,7 +2,7 @@
 /*
  * Privilege drop for the whole sandbox, applied once in init and inherited by
  * every command: Docker's default capability set minus CAP_MKNOD (we run no
- * device cgroup, so mknod must not be possible), no_new_privs, and the
+ * device cgroup, so mknod must not be possible) and CAP_NET_RAW, no_new_privs, and the
  * seccomp filter the host compiled.
  */
 #include <errno.h>
@@ -19,15 +19,20 @@
 
 #include "init.h"
 
+/* Docker's set less CAP_NET_RAW, which is kept only when the spec asks
+ * (net_raw): with a raw or packet socket a sandbox sharing the host's
+ * network sniffed the server's API keys off lo (docs/security.md). ping
+ * works without it through ICMP echo sockets (userns.c). */
 static const int keep[] = {
-	CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FSETID, CAP_FOWNER, CAP_NET_RAW, CAP_SETGID,
+	CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FSETID, CAP_FOWNER, CAP_SETGID,
 	CAP_SETUID, CAP_SETFCAP, CAP_SETPCAP, CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT,
-	CAP_KILL, CAP_AUDIT_WRITE,
+	CAP_KILL, CAP_AUDIT_WRITE, CAP_NET_RAW,
 };
+#define N_KEEP(cfg) (sizeof(keep) / sizeof(keep[0]) - ((cfg)->net_raw ? 0 : 1))
 
-static int kept(int cap)
+static int kept(const struct init_cfg *cfg, int cap)
 {
-	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+	for (size_t i = 0; i < N_KEEP(cfg); i++)
 		if (keep[i] == cap)
 			return 1;
 	return 0;
@@ -57,7 +62,7 @@ int init_harden(const struct init_cfg *cfg, char *msg, size_t msglen)
 {
 	int last = last_cap();
 	for (int c = 0; c <= last; c++)
-		if (!kept(c) && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL) {
+		if (!kept(cfg, c) && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL) {
 			init_fmt(msg, msglen, "drop capability %d from the bounding set: %s", c, strerror(errno));
 			return -errno;
 		}
@@ -65,7 +70,7 @@ int init_harden(const struct init_cfg *cfg, char *msg, size_t msglen)
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
 	struct __user_cap_data_struct data[2];
 	memset(data, 0, sizeof(data));
-	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+	for (size_t i = 0; i < N_KEEP(cfg); i++) {
 		int c = keep[i];
 		data[c / 32].effective |= 1u << (c % 32);
 		data[c / 32].permitted |= 1u << (c % 32);

@@ -35,12 +35,26 @@ struct init_cfg {
 	uint64_t ttl_ms;
 	int ctl_fd;              /* listening control socket */
 	int cg_fd;               /* pids (v1) or unified (v2) cgroup dir of this sandbox, or -1 */
+	int userns_fd;           /* user namespace to join after setup, or -1 (userns=host) */
+	int slot_fd;             /* flock'ed id slot, kept for life (frees the slot at death) */
+	uint32_t id_base;        /* host id of root inside (with userns_fd) */
+	int net_raw;             /* keep CAP_NET_RAW */
+	uint64_t nofile;         /* RLIMIT_NOFILE for commands, 0 = inherited */
 };
+/* rootfs.c: runs the next file creations as root of the sandbox's id range
+ * (on) or as host root again (off); no-op without a user namespace. */
+void init_as_sandbox_root(const struct init_cfg *cfg, int on);
 
 /* rootfs.c: mounts, /dev, /proc masks, identity files, pivot_root. 0 or -errno, msg filled. */
 int init_rootfs(struct init_cfg *cfg, char *msg, size_t msglen);
 /* caps.c: capability drop, no_new_privs, seccomp. 0 or -errno. */
 int init_harden(const struct init_cfg *cfg, char *msg, size_t msglen);
+/* userns.c: per-netns sysctls that stand in for the capabilities root
+ * inside has no more over host-owned namespaces (before /proc/sys is
+ * read-only); then joining the user namespace as its root. No-ops without
+ * one. 0 or -errno, msg filled. */
+void init_userns_sysctls(const struct init_cfg *cfg);
+int init_enter_userns(const struct init_cfg *cfg, char *msg, size_t msglen);
 /* net.c: bring loopback up. */
 int init_loopback_up(char *msg, size_t msglen);
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -164,6 +165,9 @@ static int parse_setup(struct init_cfg *cfg, const char *buf, size_t len)
 		case T_WORKDIR: cfg->workdir = dupz(d, n); break;
 		case T_USER: cfg->user = dupz(d, n); break;
 		case T_TTL_MS: cfg->ttl_ms = sbx__msg_u64(d, n); break;
+		case T_ID_BASE: cfg->id_base = (uint32_t)sbx__msg_u64(d, n); cfg->userns_fd = -2; break;
+		case T_NET_RAW: cfg->net_raw = sbx__msg_u64(d, n) == 1; break;
+		case T_NOFILE: cfg->nofile = sbx__msg_u64(d, n); break;
 		case T_ENV:
 			if (nenv == INIT_MAX_ENV - 1)
 				return -E2BIG;
@@ -290,11 +294,22 @@ int main(void)
 	uint64_t t[6];
 	t[0] = init_now_us();
 	cfg.ctl_fd = fds[0];
-	cfg.cg_fd = nfds > 1 ? fds[1] : -1;
+	cfg.userns_fd = cfg.slot_fd = -1;
 	int r = parse_setup(&cfg, buf, (size_t)n);
 	if (r < 0)
 		fail("malformed setup message", -r);
+	/* fds: listener, [user namespace, id slot lock,] [exec cgroup dir] */
+	int next = 1;
+	if (cfg.userns_fd == -2) {
+		if (nfds < 3)
+			fail("setup names an id range but carries no user namespace", EPROTO);
+		cfg.userns_fd = fds[1];
+		cfg.slot_fd = fds[2];
+		next = 3;
+	}
+	cfg.cg_fd = nfds > next ? fds[next] : -1;
 	t[1] = init_now_us();
+	init_userns_sysctls(&cfg);
 	if ((r = init_rootfs(&cfg, msg, sizeof(msg))) < 0)
 		fail(msg, -r);
 	t[2] = init_now_us();
@@ -306,8 +321,26 @@ int main(void)
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		fail("unshare cgroup namespace", errno);
 	t[3] = init_now_us();
-	if (cfg.workdir)
+	if (cfg.workdir) {
+		init_as_sandbox_root(&cfg, 1);
 		mkdir_p(cfg.workdir);
+		init_as_sandbox_root(&cfg, 0);
+	}
+	/* init's timers (exec timeouts, the TTL) must fire whatever the
+	 * commands do: a fork bomb at nice 0 in the same cpu group cannot
+	 * starve an init at -20 that sleeps nearly always. Commands go back
+	 * to 0 (spawn.c). */
+	setpriority(PRIO_PROCESS, 0, -20);
+	if (cfg.nofile) {
+		/* Above the host's hard limit only with CAP_SYS_RESOURCE, which
+		 * some hosts withhold: then the hard limit is the most we give. */
+		struct rlimit rl = { .rlim_cur = cfg.nofile, .rlim_max = cfg.nofile }, old;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && errno == EPERM && getrlimit(RLIMIT_NOFILE, &old) == 0 &&
+		    old.rlim_max < rl.rlim_max)
+			rl.rlim_cur = rl.rlim_max = old.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			fail("set the open-file limit", errno);
+	}
 	int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
 	if (adj >= 0) {
 		/* Make a memory hog, not init, the OOM killer's choice. Lowering
@@ -316,7 +349,7 @@ int main(void)
 		init_oom_adjusted = write(adj, "-500", 4) == 4;
 		close(adj);
 	}
-	if ((r = init_harden(&cfg, msg, sizeof(msg))) < 0)
+	if ((r = init_enter_userns(&cfg, msg, sizeof(msg))) < 0 || (r = init_harden(&cfg, msg, sizeof(msg))) < 0)
 		fail(msg, -r);
 	t[4] = init_now_us();
 	/* The host sends M_GO once its state file names us (normally long

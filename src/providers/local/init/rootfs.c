@@ -2,7 +2,7 @@
 /*
  * The sandbox root, built inside init's private mount namespace: a tmpfs
  * (size = storage cap) holding overlay upper/work, the overlay over the
- * image layers, /proc with Docker's masks, a minimal /dev, read-only /sys,
+ * image layers (idmapped onto the sandbox's id range with a user namespace), /proc with Docker's masks, a minimal /dev, read-only /sys,
  * identity files, then pivot_root. Nothing here is visible on the host, and
  * all of it disappears with the namespace.
  */
@@ -28,7 +28,8 @@
 		return -e_;                         \
 	} while (0)
 
-static int mount_overlay_fsapi(const struct init_cfg *cfg, const char *upper, const char *work)
+static int mount_overlay_fsapi(const struct init_cfg *cfg, const char *const *lower, const char *upper,
+			       const char *work)
 {
 	int fs = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
 	if (fs < 0)
@@ -36,7 +37,7 @@ static int mount_overlay_fsapi(const struct init_cfg *cfg, const char *upper, co
 	int r = 0;
 	/* lowerdir+ lists the top layer first; ours are bottom first. */
 	for (int i = cfg->n_layers - 1; i >= 0 && r == 0; i--)
-		if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "lowerdir+", cfg->layers[i], 0) < 0)
+		if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "lowerdir+", lower[i], 0) < 0)
 			r = -errno;
 	if (r == 0 && (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0 ||
 		       syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "workdir", work, 0) < 0 ||
@@ -54,21 +55,55 @@ static int mount_overlay_fsapi(const struct init_cfg *cfg, const char *upper, co
 	return r;
 }
 
-static int mount_overlay_legacy(const struct init_cfg *cfg, const char *upper, const char *work)
+static int mount_overlay_legacy(const struct init_cfg *cfg, const char *const *lower, const char *upper,
+				const char *work)
 {
 	size_t cap = 256 + strlen(upper) + strlen(work);
 	for (int i = 0; i < cfg->n_layers; i++)
-		cap += strlen(cfg->layers[i]) + 1;
+		cap += strlen(lower[i]) + 1;
 	char *opts = malloc(cap);
 	if (!opts)
 		return -ENOMEM;
 	size_t off = (size_t)snprintf(opts, cap, "lowerdir=");
 	for (int i = cfg->n_layers - 1; i >= 0; i--)
-		off += (size_t)snprintf(opts + off, cap - off, "%s%s", cfg->layers[i], i ? ":" : "");
+		off += (size_t)snprintf(opts + off, cap - off, "%s%s", lower[i], i ? ":" : "");
 	snprintf(opts + off, cap - off, ",upperdir=%s,workdir=%s", upper, work);
 	int r = mount("overlay", cfg->root_mnt, "overlay", MS_NODEV, opts) < 0 ? -errno : 0;
 	free(opts);
 	return r;
+}
+
+/*
+ * With a user namespace, each (host-owned, shared) layer is seen through an
+ * idmapped mount: a file the store holds as uid 0 is uid base+0 to the
+ * kernel, so root inside owns the image's files. The layers themselves stay
+ * untouched and shared between every sandbox. Paths are /proc/self/fd/N of
+ * the detached mounts; fds[] is closed by the caller once the overlay holds
+ * them.
+ */
+static int idmap_layers(const struct init_cfg *cfg, const char **lower, int *fds, char *msg, size_t msglen)
+{
+	static char paths[INIT_MAX_LAYERS][32];
+	for (int i = 0; i < cfg->n_layers; i++) {
+		fds[i] = -1;
+		lower[i] = cfg->layers[i];
+	}
+	if (cfg->userns_fd < 0)
+		return 0;
+	for (int i = 0; i < cfg->n_layers; i++) {
+		fds[i] = (int)syscall(SYS_open_tree, AT_FDCWD, cfg->layers[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (fds[i] < 0)
+			FAIL("open layer %s", cfg->layers[i]);
+		struct mount_attr at = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+						     MOUNT_ATTR_NODEV,
+					 .userns_fd = (uint64_t)cfg->userns_fd };
+		if (syscall(SYS_mount_setattr, fds[i], "", AT_EMPTY_PATH, &at, sizeof(at)) < 0)
+			FAIL("idmap layer %s (the image store's file system must support idmapped mounts, "
+			     "or use userns=host)", cfg->layers[i]);
+		snprintf(paths[i], sizeof(paths[i]), "/proc/self/fd/%d", fds[i]);
+		lower[i] = paths[i];
+	}
+	return 0;
 }
 
 /* A private tmpfs on the shared mount base (invisible outside our mount
@@ -89,8 +124,12 @@ static int make_rw(struct init_cfg *cfg, char *upper, char *work, size_t n, char
 	const char *base = cfg->upper_dir ? cfg->upper_dir : cfg->rw_mnt;
 	snprintf(upper, n, "%s/upper", base);
 	snprintf(work, n, "%s/work", base);
-	if ((mkdir(upper, 0755) < 0 && errno != EEXIST) || (mkdir(work, 0700) < 0 && errno != EEXIST))
+	int fresh = mkdir(upper, 0755) == 0;
+	if ((!fresh && errno != EEXIST) || (mkdir(work, 0700) < 0 && errno != EEXIST))
 		FAIL("create %s/upper and work", base);
+	/* The upper dir is the merged root's inode: root inside owns "/". */
+	if (fresh && cfg->userns_fd >= 0 && chown(upper, cfg->id_base, cfg->id_base) < 0)
+		FAIL("give %s to the sandbox's root", upper);
 	return 0;
 }
 
@@ -100,9 +139,11 @@ static void ensure_dir(const char *p, mode_t mode)
 		chmod(p, mode);
 }
 
-static int setup_dev(char *msg, size_t msglen)
+static int setup_dev(const struct init_cfg *cfg, char *msg, size_t msglen)
 {
-	if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=64k") < 0)
+	char opts[64];
+	snprintf(opts, sizeof(opts), "mode=755,size=64k,uid=%u,gid=%u", cfg->id_base, cfg->id_base);
+	if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, opts) < 0)
 		FAIL("mount /dev");
 	static const struct { const char *name; unsigned maj, min; } nodes[] = {
 		{ "dev/null", 1, 3 }, { "dev/zero", 1, 5 }, { "dev/full", 1, 7 },
@@ -136,8 +177,8 @@ static int setup_dev(char *msg, size_t msglen)
 static int setup_shm(const struct init_cfg *cfg, char *msg, size_t msglen)
 {
 	char opts[64];
-	snprintf(opts, sizeof(opts), "mode=1777,size=%llum",
-		 (unsigned long long)(cfg->shm_mb ? cfg->shm_mb : 64));
+	snprintf(opts, sizeof(opts), "mode=1777,size=%llum,uid=%u,gid=%u",
+		 (unsigned long long)(cfg->shm_mb ? cfg->shm_mb : 64), cfg->id_base, cfg->id_base);
 	if (mount("shm", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
 		FAIL("mount /dev/shm");
 	return 0;
@@ -211,26 +252,44 @@ int init_rootfs(struct init_cfg *cfg, char *msg, size_t msglen)
 		init_fmt(msg, msglen, "image has no layers");
 		return -EINVAL;
 	}
-	r = mount_overlay_fsapi(cfg, upper, work);
-	if (r < 0 && (r = mount_overlay_legacy(cfg, upper, work)) < 0) {
-		errno = -r;
-		FAIL("mount overlay (%d layers) on %s", cfg->n_layers, cfg->root_mnt);
+	const char *lower[INIT_MAX_LAYERS];
+	int lfd[INIT_MAX_LAYERS];
+	r = idmap_layers(cfg, lower, lfd, msg, msglen);
+	if (r == 0) {
+		r = mount_overlay_fsapi(cfg, lower, upper, work);
+		if (r < 0)
+			r = mount_overlay_legacy(cfg, lower, upper, work);
+		for (int i = 0; i < cfg->n_layers; i++)
+			if (lfd[i] >= 0)
+				close(lfd[i]);
+		if (r < 0) {
+			errno = -r;
+			FAIL("mount overlay (%d layers) on %s", cfg->n_layers, cfg->root_mnt);
+		}
+	} else {
+		return r;
 	}
 	if (chdir(cfg->root_mnt) < 0)
 		FAIL("chdir %s", cfg->root_mnt);
+	/* What init creates in the root belongs to root inside. */
+	init_as_sandbox_root(cfg, 1);
 	ensure_dir("proc", 0555);
 	ensure_dir("dev", 0755);
 	ensure_dir("sys", 0555);
 	ensure_dir("tmp", 01777);
+	init_as_sandbox_root(cfg, 0);
 	if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		FAIL("mount /proc");
-	if ((r = setup_dev(msg, msglen)) < 0 || (r = setup_shm(cfg, msg, msglen)) < 0 ||
+	if ((r = setup_dev(cfg, msg, msglen)) < 0 || (r = setup_shm(cfg, msg, msglen)) < 0 ||
 	    (r = mask_proc(msg, msglen)) < 0)
 		return r;
 	/* sysfs needs a net namespace we own; with network=host it shows the host's. */
 	if (!cfg->network_host)
 		mount("sysfs", "sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-	if ((r = identity_files(cfg, msg, msglen)) < 0)
+	init_as_sandbox_root(cfg, 1);
+	r = identity_files(cfg, msg, msglen);
+	init_as_sandbox_root(cfg, 0);
+	if (r < 0)
 		return r;
 	if (syscall(SYS_pivot_root, ".", ".") < 0)
 		FAIL("pivot_root");

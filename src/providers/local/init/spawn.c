@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <grp.h>
 
@@ -43,6 +44,7 @@ static int child_main(void *arg)
 	setsid();
 	if (a->cg_procs_fd >= 0)
 		(void)!write(a->cg_procs_fd, "0", 1);
+	setpriority(PRIO_PROCESS, 0, 0); /* init runs at -20 (main.c) */
 	int adj = init_oom_adjusted ? open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC) : -1;
 	if (adj >= 0) {
 		(void)!write(adj, "0", 1);

@@ -23,18 +23,31 @@
  * are cut (passwd and group lines are short). */
 struct lines {
 	int fd;
-	size_t len, off;
+	size_t len, off, total;
 	char buf[16384];
 };
+
+/* The sandbox owns these files: one it made huge would stall every exec. */
+#define LINES_MAX_BYTES (4u << 20)
 
 /* One reader for all three lookups: they run one after the other. */
 static struct lines f;
 
+/* The sandbox controls these files: a FIFO or a device in their place
+ * must neither block init (O_NONBLOCK) nor be read (regular files only). */
 static int lines_open(struct lines *l, const char *path)
 {
-	l->fd = open(path, O_RDONLY | O_CLOEXEC);
-	l->len = l->off = 0;
-	return l->fd >= 0 ? 0 : -errno;
+	l->len = l->off = l->total = 0;
+	l->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (l->fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(l->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(l->fd);
+		l->fd = -1;
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static void lines_close(struct lines *l)
@@ -49,7 +62,9 @@ static int next_line(struct lines *l, char *out, size_t n)
 	size_t k = 0;
 	for (;;) {
 		if (l->off == l->len) {
-			ssize_t r = l->fd >= 0 ? read(l->fd, l->buf, sizeof(l->buf)) : 0;
+			ssize_t r = l->fd >= 0 && l->total < LINES_MAX_BYTES ? read(l->fd, l->buf, sizeof(l->buf)) : 0;
+			if (r > 0)
+				l->total += (size_t)r;
 			if (r <= 0) {
 				out[k] = '\0';
 				return k > 0;
@@ -247,7 +262,13 @@ static int resolve(struct init_user *u, const char *spec, char *msg, size_t msgl
 		}
 		lines_close(&f);
 	}
-	if (!found) {
+	if (!found && strcmp(buf, "root") == 0) {
+		/* Images without /etc/passwd (FROM scratch, distroless, a bare
+		 * rootfs) still have a root, as in Docker. */
+		u->uid = 0;
+		u->gid = 0;
+		snprintf(u->home, sizeof(u->home), "/root");
+	} else if (!found) {
 		if (!is_num(buf)) {
 			init_fmt(msg, msglen, "user '%s' not found in the sandbox's /etc/passwd", buf);
 			return -ENOENT;
