@@ -35,7 +35,7 @@ typedef struct sbx_build_opts {
 	unsigned storage_mb;
 	double timeout_s;               /**< whole build, 0 = none (tasks: build_timeout_sec) */
 	int force;                      /**< rebuild every layer */
-	sbx_network network;            /**< RUN steps' network; builds default to HOST */
+	sbx_network network;            /**< RUN steps' network; builds default to INTERNET (never HOST unless set) */
 	int network_set;                /**< 1 when `network` was set explicitly */
 	sbx_output_fn on_output;        /**< build log (RUN output and step lines) */
 	void *payload;

@@ -314,7 +314,12 @@ static int stage_create(struct ep *e, const sbx_task_image *img)
 	so.cpus = e->t->cpus;
 	so.memory_mb = e->t->memory_mb;
 	so.storage_mb = e->t->storage_mb;
-	so.network = strcmp(e->t->network_mode, "public") == 0 ? SBX_NETWORK_HOST : SBX_NETWORK_NONE;
+	/* "public" is the internet through NAT, never the host's network (its
+	 * loopback services and the keys on its lo); "allowlist" the same with
+	 * egress only to the task's allowed_hosts. */
+	so.network = strcmp(e->t->network_mode, "no-network") == 0 ? SBX_NETWORK_NONE : SBX_NETWORK_INTERNET;
+	if (strcmp(e->t->network_mode, "allowlist") == 0)
+		so.allow_out = (const char *const *)e->t->allowed_hosts;
 	so.env = (const char *const *)e->t->env;
 	so.workdir = e->t->workdir;
 	so.labels = (const char *const *)labels;

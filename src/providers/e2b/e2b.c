@@ -127,7 +127,7 @@ static int e_create(void **sb_out, char **id_out, void *ctx, const sbx_sandbox_o
 	}
 	struct e2b_create cr = { .template_id = o->image, .timeout_s = o->ttl_s ? o->ttl_s : default_ttl(),
 				 .metadata = (const char *const *)md, .env = o->env,
-				 .internet = o->network == SBX_NETWORK_HOST };
+				 .internet = o->network != SBX_NETWORK_NONE };
 	struct e2b_info in;
 	int r = sbx__e2b_api_create(&in, c, &cr, err);
 	sbx__strv_free(md);
