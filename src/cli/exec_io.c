@@ -47,6 +47,9 @@ struct pump {
 	int out[2];        /* read ends: stdout, stderr (-1 when merged or at EOF) */
 	int in_w;          /* write end of the command's stdin pipe, -1 when not (or no longer) fed */
 	int wake;          /* eventfd: the command has exited */
+	int splice_out[2]; /* 1 until splice(2) to our stdout/stderr is refused */
+	int splice_in;     /* 1 until splice(2) from our stdin is refused */
+	int in_full;       /* the stdin pipe was full at the last splice */
 	size_t in_off, in_len;
 	char in_buf[CHUNK];
 	char buf[CHUNK];
@@ -82,14 +85,31 @@ static void close_fd(int *fd)
  * sink (wait for more), or a whole chunk (likely more right away). */
 enum { MOVED_NONE, MOVED_SOME, MOVED_CHUNK };
 
-/* One chunk from output pipe i. At EOF, or when our own reader went away,
- * the pipe is closed: the command then gets EPIPE as if it wrote to ours. */
+/* What is in output pipe i, to our own fd. At EOF, or when our own reader
+ * went away, the pipe is closed: the command then gets EPIPE as if it wrote
+ * to ours. splice(2) moves pages without a copy through us, to a file, a pipe
+ * or /dev/null; an O_APPEND file or a terminal refuses it (EINVAL) and gets
+ * read(2)/write(2) from then on; a full non-blocking sink (EAGAIN) this once. */
 static int pump_out(struct pump *p, int i)
 {
+	int to = i ? STDERR_FILENO : STDOUT_FILENO;
+	if (p->splice_out[i]) {
+		ssize_t n = splice(p->out[i], NULL, to, NULL, PIPE_SIZE, SPLICE_F_MOVE);
+		if (n > 0)
+			return n == PIPE_SIZE ? MOVED_CHUNK : MOVED_SOME;
+		if (n == 0 || errno == EPIPE) {
+			close_fd(&p->out[i]);
+			return MOVED_NONE;
+		}
+		if (errno == EINTR)
+			return MOVED_NONE;
+		if (errno != EAGAIN)
+			p->splice_out[i] = 0;
+	}
 	ssize_t n = read(p->out[i], p->buf, CHUNK);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return MOVED_NONE;
-	if (n <= 0 || write_out(i ? STDERR_FILENO : STDOUT_FILENO, p->buf, (size_t)n) < 0) {
+	if (n <= 0 || write_out(to, p->buf, (size_t)n) < 0) {
 		close_fd(&p->out[i]);
 		return MOVED_NONE;
 	}
@@ -109,8 +129,29 @@ static int feed_in(struct pump *p)
 	return MOVED_NONE;
 }
 
+/* Our stdin into the command's: splice(2) when the kernel allows it (a
+ * file, a pipe, a socket), else read(2) into in_buf and write(2). */
 static int read_in(struct pump *p)
 {
+	if (p->splice_in) {
+		ssize_t n = splice(STDIN_FILENO, NULL, p->in_w, NULL, PIPE_SIZE, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0)
+			return n == PIPE_SIZE ? MOVED_CHUNK : MOVED_SOME;
+		if (n == 0 || errno == EPIPE) {
+			close_fd(&p->in_w); /* EOF for the command, or it closed its stdin */
+			return MOVED_NONE;
+		}
+		if (errno == EINTR)
+			return MOVED_NONE;
+		if (errno == EAGAIN) {
+			/* Our stdin polled readable, so the pipe is full: wait
+			 * for room (unless another reader took our input). */
+			struct pollfd pf = { .fd = p->in_w, .events = POLLOUT };
+			p->in_full = poll(&pf, 1, 0) == 0;
+			return p->in_full ? MOVED_SOME : MOVED_NONE;
+		}
+		p->splice_in = 0;
+	}
 	ssize_t n = read(STDIN_FILENO, p->in_buf, CHUNK);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return MOVED_NONE;
@@ -146,7 +187,7 @@ static void *pump_main(void *arg)
 		if (!exited) {
 			wi = n;
 			pf[n++] = (struct pollfd){ .fd = p->wake, .events = POLLIN };
-			if (p->in_w >= 0 && p->in_len) {
+			if (p->in_w >= 0 && (p->in_len || p->in_full)) {
 				fi = n;
 				pf[n++] = (struct pollfd){ .fd = p->in_w, .events = POLLOUT };
 			} else if (p->in_w >= 0) {
@@ -170,8 +211,11 @@ static void *pump_main(void *arg)
 		for (int i = 0; i < 2; i++)
 			if (oi[i] >= 0 && pf[oi[i]].revents && (m = pump_out(p, i)) > moved)
 				moved = m;
-		if (fi >= 0 && pf[fi].revents && (m = feed_in(p)) > moved)
-			moved = m;
+		if (fi >= 0 && pf[fi].revents) {
+			p->in_full = 0;
+			if ((m = p->in_len ? feed_in(p) : read_in(p)) > moved)
+				moved = m;
+		}
 		if (ri >= 0 && pf[ri].revents && (m = read_in(p)) > moved)
 			moved = m;
 		if (wi >= 0 && pf[wi].revents) {
@@ -200,7 +244,7 @@ static int forward_stdin(enum cli_stdin in)
 	struct stat st;
 	if (fstat(STDIN_FILENO, &st) < 0)
 		return 0;
-	/* Nothing to copy: the command gets /dev/null either way. */
+	/* Nothing to copy: EOF is all it would read. */
 	if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3))
 		return 0;
 	return in == CLI_STDIN_ALWAYS || !isatty(STDIN_FILENO);
@@ -222,13 +266,24 @@ static int make_pipe(int *ours, int *theirs, int mine)
 int cli_exec_stdio(sbx_sandbox *sb, const sbx_exec_opts *base, enum cli_stdin in, int *timed_out)
 {
 	struct pump *p = xmalloc(sizeof(*p));
-	*p = (struct pump){ .out = { -1, -1 }, .in_w = -1, .wake = -1 };
+	*p = (struct pump){ .out = { -1, -1 }, .in_w = -1, .wake = -1, .splice_out = { 1, 1 }, .splice_in = 1 };
 	int theirs[3] = { -1, -1, -1 }; /* stdout, stderr, stdin ends for the command */
+	/* A closed 0, 1 or 2 would be reused by the pipes below, and we
+	 * would pump the command's output into its own stdin. */
+	for (int fd = 0; fd < 3; fd++) {
+		int nfd = fcntl(fd, F_GETFD) < 0 && errno == EBADF ? open("/dev/null", O_RDWR) : fd;
+		if (nfd >= 0 && nfd != fd)
+			close(nfd);
+	}
 	int merged = same_file(STDOUT_FILENO, STDERR_FILENO), started = 0, code = EXIT_SBX;
 	int ok = make_pipe(&p->out[0], &theirs[0], 0) == 0 &&
 		 (merged || make_pipe(&p->out[1], &theirs[1], 0) == 0) &&
-		 (!forward_stdin(in) || make_pipe(&p->in_w, &theirs[2], 1) == 0) &&
-		 (p->wake = eventfd(0, EFD_CLOEXEC)) >= 0;
+		 make_pipe(&p->in_w, &theirs[2], 1) == 0 && (p->wake = eventfd(0, EFD_CLOEXEC)) >= 0;
+	/* Without input the command still gets a pipe, at EOF at once: the
+	 * library would hand it the host's /dev/null, an inode of the host a
+	 * sandbox root could chmod through /proc/self/fd/0. */
+	if (!forward_stdin(in))
+		close_fd(&p->in_w);
 	pthread_t t;
 	if (ok && (errno = pthread_create(&t, NULL, pump_main, p)) == 0)
 		started = 1;

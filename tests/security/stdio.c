@@ -241,6 +241,46 @@ Test(stdio, terminal_keystrokes_stay_on_the_host)
 	done(sb);
 }
 
+Test(stdio, stdin_without_input_is_no_host_file)
+{
+	sbx_sandbox *sb = sandbox();
+	/* Not forwarded (a terminal, or /dev/null): still no host inode on fd
+	 * 0, where a sandbox root could fchmod or fchown it. */
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(null, 0);
+	int code = cli_exec(sb, null, -1, -1, NULL, "exec 3<&0; readlink /proc/self/fd/3 > /tmp/link; cat");
+	close(null);
+	cr_assert_eq(code, 0);
+	char *link = sandbox_file(sb, "/tmp/link");
+	cr_expect_eq(strncmp(link, "pipe:", 5), 0, "stdin is a host file: %s", link);
+	free(link);
+	done(sb);
+}
+
+Test(stdio, interactive_flag_forwards_a_terminal)
+{
+	sbx_sandbox *sb = sandbox();
+	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	cr_assert_geq(m, 0);
+	cr_assert_eq(grantpt(m), 0);
+	cr_assert_eq(unlockpt(m), 0);
+	int s = open(ptsname(m), O_RDWR | O_NOCTTY | O_CLOEXEC);
+	cr_assert_geq(s, 0);
+	cr_assert_eq(write(m, "typed\n", 6), 6);
+	int out = host_file("out", "", O_WRONLY | O_APPEND);
+	int code = cli_exec(sb, s, out, -1, "-i", "head -n 1; readlink /proc/self/fd/0 > /tmp/link");
+	close(out);
+	cr_assert_eq(code, 0);
+	char *host = slurp_host("out"), *link = sandbox_file(sb, "/tmp/link");
+	cr_expect_str_eq(host, "typed\n");
+	cr_expect_eq(strncmp(link, "pipe:", 5), 0, "stdin is the terminal: %s", link);
+	free(host);
+	free(link);
+	close(s);
+	close(m);
+	done(sb);
+}
+
 Test(stdio, output_and_input_are_pumped)
 {
 	sbx_sandbox *sb = sandbox();
