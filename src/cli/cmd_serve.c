@@ -24,15 +24,19 @@ static const char serve_help[] =
 	"  --print-port             print the bound port on the first stdout line\n"
 	"  --default-template IMG   image for templateID \"base\" (default $SBX_SERVE_DEFAULT_TEMPLATE)\n"
 	"  --destroy-on-exit        on SIGINT/SIGTERM destroy every sandbox (else they are re-adopted)\n"
-	"  --allow-internet         honour allow_internet_access: share the host network\n"
+	"  --allow-internet         honour allow_internet_access (E2B default true): the sandbox's own\n"
+	"                           NATed network (network=internet), never the host's\n"
 	"  --cpus N --memory-mb N --storage-mb N   per-sandbox limits (default unlimited / 10G storage)\n"
 	"  --max-sandboxes N        refuse creates past N live sandboxes with 429 (default 2000)\n"
 	"  --max-timeout S          cap on sandbox timeouts in seconds (default 86400)\n"
+	"  --idle-timeout S         close connections idle for S seconds (default 60; 0 = never)\n"
+	"  --max-connections N      open connections, all clients (default 8192)\n"
+	"  --max-connections-per-ip N   open connections from one address (default 4096)\n"
 	"  --no-access-log          do not log requests to stderr\n"
 	"  --rotate-key             write a new API key to DIR/server/api-key, print it, exit\n";
 
 enum { O_LISTEN = 256, O_STATE, O_IMAGE, O_PRINT, O_DEFAULT, O_DESTROY, O_INET, O_CPUS, O_MEM, O_STOR, O_MAX,
-       O_MAXT, O_NOLOG, O_ROTATE };
+       O_MAXT, O_NOLOG, O_ROTATE, O_IDLE, O_MAXC, O_MAXCIP };
 
 static int parse_listen(struct srv_config *c, char *s)
 {
@@ -64,10 +68,14 @@ int cmd_serve(int argc, char **argv)
 		{ "max-timeout", required_argument, NULL, O_MAXT },
 		{ "no-access-log", no_argument, NULL, O_NOLOG },
 		{ "rotate-key", no_argument, NULL, O_ROTATE },
+		{ "idle-timeout", required_argument, NULL, O_IDLE },
+		{ "max-connections", required_argument, NULL, O_MAXC },
+		{ "max-connections-per-ip", required_argument, NULL, O_MAXCIP },
 		{ NULL, 0, NULL, 0 },
 	};
 	char listen_buf[256] = "127.0.0.1:49999";
-	struct srv_config c = { .access_log = 1, .max_sandboxes = 2000, .max_timeout_s = 86400 };
+	struct srv_config c = { .access_log = 1, .max_sandboxes = 2000, .max_timeout_s = 86400,
+				.idle_timeout_s = 60, .max_connections = 8192, .max_connections_per_ip = 4096 };
 	const char *state = getenv("SBX_STATE_DIR");
 	int rotate = 0, ch;
 	uint64_t u;
@@ -93,9 +101,21 @@ int cmd_serve(int argc, char **argv)
 		case O_STOR:
 		case O_MAX:
 		case O_MAXT:
+		case O_IDLE:
+		case O_MAXC:
+		case O_MAXCIP:
 			if (sbx__parse_u64(&u, optarg) < 0 || u > UINT_MAX)
 				return cli_usage_error("serve", "expected a number, got '%s'", optarg);
-			if (ch == O_MEM)
+			if ((ch == O_MAXC || ch == O_MAXCIP) && u == 0)
+				return cli_usage_error("serve", "--max-connections%s must be at least 1",
+						       ch == O_MAXCIP ? "-per-ip" : "");
+			if (ch == O_IDLE)
+				c.idle_timeout_s = (unsigned)u;
+			else if (ch == O_MAXC)
+				c.max_connections = (unsigned)u;
+			else if (ch == O_MAXCIP)
+				c.max_connections_per_ip = (unsigned)u;
+			else if (ch == O_MEM)
 				c.memory_mb = (unsigned)u;
 			else if (ch == O_STOR)
 				c.storage_mb = (unsigned)u;

@@ -72,11 +72,27 @@ static int int_field(json_t *o, const char *k, long long *out)
 	return 1;
 }
 
+/* Sets the provider's TTL backstop from the deadline; the caller holds an op
+ * reference (the call goes into the sandbox, so no lock is held across it). */
 static void sync_ttl(struct srv_sandbox *s)
 {
+	pthread_mutex_lock(&s->srv->lock);
 	double left = s->end_at - sbx__now_real();
-	unsigned ttl = s->paused ? 0 : (unsigned)(left > 0 ? left : 0) + TTL_BACKSTOP_S;
+	int paused = s->paused;
+	pthread_mutex_unlock(&s->srv->lock);
+	unsigned ttl = paused ? 0 : (unsigned)(left > 0 ? left : 0) + TTL_BACKSTOP_S;
 	sbx_sandbox_set_timeout(s->sb, ttl, NULL);
+}
+
+/* The limits a sandbox of this server gets, as enforced: the configured
+ * ones, else what "unlimited" means on this host (all CPUs, all memory) and
+ * the local provider's default writable layer. */
+static void limits(const struct server *srv, long *cpus, long long *mem_mb, long long *disk_mb)
+{
+	*cpus = srv->cfg.cpus > 0 ? (long)(srv->cfg.cpus + 0.999) : sysconf(_SC_NPROCESSORS_ONLN);
+	long long host_mb = (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE) >> 20;
+	*mem_mb = srv->cfg.memory_mb ? srv->cfg.memory_mb : host_mb;
+	*disk_mb = srv->cfg.storage_mb ? srv->cfg.storage_mb : SRV_LOCAL_STORAGE_MB;
 }
 
 static json_t *sandbox_json(struct server *srv, struct srv_sandbox *s, int detail)
@@ -91,14 +107,20 @@ static json_t *sandbox_json(struct server *srv, struct srv_sandbox *s, int detai
 		json_object_set_new(o, "trafficAccessToken", json_null());
 		return o;
 	}
-	char *st = sbx__srv_rfc3339(s->started_at), *en = sbx__srv_rfc3339(s->end_at);
-	long cpus = srv->cfg.cpus > 0 ? (long)(srv->cfg.cpus + 0.999) : sysconf(_SC_NPROCESSORS_ONLN);
+	pthread_mutex_lock(&srv->lock);
+	double end_at = s->end_at;
+	int paused = s->paused;
+	pthread_mutex_unlock(&srv->lock);
+	char *st = sbx__srv_rfc3339(s->started_at), *en = sbx__srv_rfc3339(end_at);
+	long cpus;
+	long long mem_mb, disk_mb;
+	limits(srv, &cpus, &mem_mb, &disk_mb);
 	json_object_set_new(o, "startedAt", json_string(st));
 	json_object_set_new(o, "endAt", json_string(en));
 	json_object_set_new(o, "cpuCount", json_integer(cpus));
-	json_object_set_new(o, "memoryMB", json_integer(srv->cfg.memory_mb ? srv->cfg.memory_mb : 512));
-	json_object_set_new(o, "diskSizeMB", json_integer(srv->cfg.storage_mb ? srv->cfg.storage_mb : 10240));
-	json_object_set_new(o, "state", json_string(s->paused ? "paused" : "running"));
+	json_object_set_new(o, "memoryMB", json_integer(mem_mb));
+	json_object_set_new(o, "diskSizeMB", json_integer(disk_mb));
+	json_object_set_new(o, "state", json_string(paused ? "paused" : "running"));
 	json_object_set(o, "metadata", s->metadata);
 	free(st);
 	free(en);
@@ -184,13 +206,18 @@ static void create(struct srv_req *r, int v2)
 	o.cpus = srv->cfg.cpus;
 	o.memory_mb = srv->cfg.memory_mb;
 	o.storage_mb = srv->cfg.storage_mb;
-	int allow = inet ? json_is_true(inet) : 1;
-	o.network = allow && srv->cfg.allow_internet ? SBX_NETWORK_HOST : SBX_NETWORK_NONE;
+	/* E2B's default is true; only --allow-internet grants it, and then as
+	 * the sandbox's own NATed network, never the host's (which would hand
+	 * it the host's loopback and the server's own traffic). */
+	int want = inet && !json_is_null(inet) ? json_is_true(inet) : 1;
+	int internet = want && srv->cfg.allow_internet;
+	o.network = internet ? SBX_NETWORK_INTERNET : SBX_NETWORK_NONE;
 	o.env = (const char *const *)env;
 	o.labels = (const char *const *)labels;
 	o.ttl_s = (unsigned)timeout + TTL_BACKSTOP_S;
 	o.detach = 1;
 	s = sbx__srv_sandbox_new("");
+	s->srv = srv;
 	rc = sbx_sandbox_create(&s->sb, srv->rt, &o, &e);
 	if (rc < 0) {
 		sbx__srv_metrics_create(srv, sbx__now_mono() - t0, 0);
@@ -205,7 +232,7 @@ static void create(struct srv_req *r, int v2)
 	s->env_vars = envs ? json_copy(envs) : json_object();
 	s->started_at = sbx__now_real();
 	s->end_at = s->started_at + (double)timeout;
-	s->allow_internet = allow;
+	s->allow_internet = internet;
 	s->user = img->config.user && *img->config.user ? xstrdup(img->config.user) : NULL;
 	s->workdir = img->config.workdir && *img->config.workdir ? xstrdup(img->config.workdir) : NULL;
 	sbx__srv_state_save(srv, s);
@@ -336,73 +363,88 @@ static void list(struct srv_req *r, int v2)
 	sbx__srv_reply_json(r, 200, arr);
 }
 
-static int pause_locked(struct srv_sandbox *s, int pause, sbx_error **e)
+/* Pause or resume: flags change under srv->lock, the freeze or thaw runs
+ * with an op reference and no lock; a second one meanwhile gets 409. */
+static int set_paused(struct srv_sandbox *s, int pause, sbx_error **e)
 {
+	int rc;
 	if (pause) {
+		pthread_mutex_lock(&s->srv->lock);
 		s->paused = 1;
-		sync_ttl(s);
-		int rc = sbx_sandbox_pause(s->sb, e);
-		if (rc < 0) {
-			s->paused = 0;
-			sync_ttl(s);
-		}
-		return rc;
+		pthread_mutex_unlock(&s->srv->lock);
+		sync_ttl(s); /* no TTL while frozen; sent while init still answers */
+		rc = sbx_sandbox_pause(s->sb, e);
+	} else {
+		rc = sbx_sandbox_resume(s->sb, e);
+		if (rc == -EALREADY)
+			rc = 0;
 	}
-	int rc = sbx_sandbox_resume(s->sb, e);
-	if (rc == 0 || rc == -EALREADY) {
-		s->paused = 0;
+	pthread_mutex_lock(&s->srv->lock);
+	if (rc == 0 || pause)
+		s->paused = rc == 0 ? pause : 0;
+	s->transition = 0;
+	pthread_mutex_unlock(&s->srv->lock);
+	if (!pause || rc < 0)
 		sync_ttl(s);
-	}
 	return rc;
 }
 
-/* POST /sandboxes/{id}/{op}. */
-static void sandbox_op(struct srv_req *r, struct srv_sandbox *s, const char *op)
+static long long capped(const struct server *srv, long long secs)
+{
+	return srv->cfg.max_timeout_s && secs > srv->cfg.max_timeout_s ? srv->cfg.max_timeout_s : secs;
+}
+
+/* POST /sandboxes/{id}/{op}; the caller holds an op reference on s. */
+static void sandbox_op_in(struct srv_req *r, struct srv_sandbox *s, const char *op, json_t *b)
 {
 	struct server *srv = r->srv;
-	json_t *b = json_body(r);
-	if (!b)
-		return;
 	long long secs = 0;
 	int has;
 	double now = sbx__now_real();
 	sbx_error *e = NULL;
-	pthread_rwlock_wrlock(&s->rw);
-	if (s->dead) {
-		sbx__srv_reply_error(r, 404, "sandbox %s not found", s->id);
-	} else if (strcmp(op, "timeout") == 0) {
+	if (strcmp(op, "timeout") == 0) {
 		if ((has = int_field(b, "timeout", &secs)) <= 0) {
 			sbx__srv_reply_error(r, 400, "timeout (seconds, non-negative integer) is required");
-		} else {
-			if (srv->cfg.max_timeout_s && secs > srv->cfg.max_timeout_s)
-				secs = srv->cfg.max_timeout_s;
-			s->end_at = now + (double)secs;
-			sync_ttl(s);
-			sbx__srv_state_save(srv, s);
-			sbx__srv_reply_empty(r, 204);
+			return;
 		}
+		pthread_mutex_lock(&srv->lock);
+		s->end_at = now + (double)capped(srv, secs);
+		pthread_mutex_unlock(&srv->lock);
+		sync_ttl(s);
+		sbx__srv_state_save(srv, s);
+		sbx__srv_timer_kick(srv);
+		sbx__srv_reply_empty(r, 204);
 	} else if (strcmp(op, "refreshes") == 0) {
-		secs = 0;
 		if ((has = int_field(b, "duration", &secs)) < 0 || secs > 3600) {
 			sbx__srv_reply_error(r, 400, "duration must be an integer 0..3600");
-		} else {
-			if (!has)
-				secs = 15;
-			if (now + (double)secs > s->end_at) {
-				s->end_at = now + (double)secs;
-				sync_ttl(s);
-				sbx__srv_state_save(srv, s);
-			}
-			sbx__srv_reply_empty(r, 204);
+			return;
 		}
+		if (!has)
+			secs = 15;
+		pthread_mutex_lock(&srv->lock);
+		int later = now + (double)secs > s->end_at;
+		if (later)
+			s->end_at = now + (double)secs;
+		pthread_mutex_unlock(&srv->lock);
+		if (later) {
+			sync_ttl(s);
+			sbx__srv_state_save(srv, s);
+		}
+		sbx__srv_reply_empty(r, 204);
 	} else if (strcmp(op, "pause") == 0) {
-		int rc = s->paused ? -EALREADY : pause_locked(s, 1, &e);
-		if (rc == -EALREADY) {
+		pthread_mutex_lock(&srv->lock);
+		int busy = s->transition, already = s->paused;
+		if (!busy && !already)
+			s->transition = 1;
+		pthread_mutex_unlock(&srv->lock);
+		int rc = busy || already ? 0 : set_paused(s, 1, &e);
+		if (busy)
+			sbx__srv_reply_error(r, 409, "sandbox %s is being paused or resumed", s->id);
+		else if (already)
 			sbx__srv_reply_error(r, 409, "sandbox %s is already paused", s->id);
-		} else if (rc < 0) {
+		else if (rc < 0)
 			sbx__srv_reply_sbx_error(r, 0, "pause", rc, e);
-			e = NULL;
-		} else {
+		else {
 			sbx__srv_state_save(srv, s);
 			sbx__srv_reply_empty(r, 204);
 		}
@@ -411,28 +453,48 @@ static void sandbox_op(struct srv_req *r, struct srv_sandbox *s, const char *op)
 		secs = resume_only ? 15 : 300;
 		if (int_field(b, "timeout", &secs) < 0) {
 			sbx__srv_reply_error(r, 400, "timeout must be a non-negative integer");
-		} else if (resume_only && !s->paused) {
-			sbx__srv_reply_error(r, 409, "sandbox %s is already running", s->id);
-		} else {
-			if (srv->cfg.max_timeout_s && secs > srv->cfg.max_timeout_s)
-				secs = srv->cfg.max_timeout_s;
-			int was_paused = s->paused;
-			if (now + (double)secs > s->end_at || resume_only)
-				s->end_at = now + (double)secs;
-			int rc = was_paused ? pause_locked(s, 0, &e) : 0;
-			if (rc < 0 && rc != -EALREADY) {
-				sbx__srv_reply_sbx_error(r, 0, "resume", rc, e);
-				e = NULL;
-			} else {
-				if (!was_paused)
-					sync_ttl(s);
-				sbx__srv_state_save(srv, s);
-				sbx__srv_reply_json(r, was_paused ? 201 : 200, sandbox_json(srv, s, -1));
-			}
+			return;
 		}
+		secs = capped(srv, secs);
+		pthread_mutex_lock(&srv->lock);
+		int busy = s->transition, was_paused = s->paused;
+		int go = !busy && !(resume_only && !was_paused);
+		if (go && (now + (double)secs > s->end_at || resume_only))
+			s->end_at = now + (double)secs;
+		if (go && was_paused)
+			s->transition = 1;
+		pthread_mutex_unlock(&srv->lock);
+		if (busy) {
+			sbx__srv_reply_error(r, 409, "sandbox %s is being paused or resumed", s->id);
+			return;
+		}
+		if (!go) {
+			sbx__srv_reply_error(r, 409, "sandbox %s is already running", s->id);
+			return;
+		}
+		int rc = was_paused ? set_paused(s, 0, &e) : 0;
+		if (rc < 0) {
+			sbx__srv_reply_sbx_error(r, 0, "resume", rc, e);
+			return;
+		}
+		if (!was_paused)
+			sync_ttl(s);
+		sbx__srv_state_save(srv, s);
+		sbx__srv_reply_json(r, was_paused ? 201 : 200, sandbox_json(srv, s, -1));
 	}
-	pthread_rwlock_unlock(&s->rw);
-	sbx_error_free(e);
+}
+
+static void sandbox_op(struct srv_req *r, struct srv_sandbox *s, const char *op)
+{
+	json_t *b = json_body(r);
+	if (!b)
+		return;
+	if (sbx__srv_op_begin(s, NULL) < 0) {
+		sbx__srv_reply_error(r, 404, "sandbox %s not found", s->id);
+	} else {
+		sandbox_op_in(r, s, op, b);
+		sbx__srv_op_end(s);
+	}
 	json_decref(b);
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * envd's /files: GET reads a file (octet-stream with Content-Length; 404
- * missing, 400 directory), POST writes one or more files from a multipart
+ * envd's /files: GET streams a regular file (octet-stream with
+ * Content-Length; 404 missing, 400 directory, FIFO, device or socket), POST writes one or more files from a multipart
  * body (the `path` query wins over each part's filename) or from a raw
  * application/octet-stream body (optionally gzip), creating parents and
  * chowning to the caller's user; the reply lists the written entries.
@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "../util/alloc.h"
@@ -19,8 +21,8 @@
 
 static void file_error(struct srv_req *r, int code, const char *path, sbx_error *e)
 {
-	if (code == -ENOENT)
-		sbx__srv_reply_error(r, 404, "path '%s' does not exist", path);
+	if (code == -ENOENT || code == -ESRCH)
+		sbx__srv_reply_error(r, 404, code == -ENOENT ? "path '%s' does not exist" : "%s: sandbox is gone", path);
 	else if (code == -EISDIR)
 		sbx__srv_reply_error(r, 400, "path '%s' is a directory", path);
 	else if (code == -ENOTDIR)
@@ -38,19 +40,38 @@ static char *caller_user(struct srv_req *r, struct srv_sandbox *s, int *explicit
 	return u ? u : s->user ? xstrdup(s->user) : NULL;
 }
 
+/* Streams a regular file; FIFOs, devices and sockets are refused (400),
+ * never opened for reading, so a sandbox cannot block or flood us. */
 static void get_file(struct srv_req *r, struct srv_sandbox *s, const char *path)
 {
+	sbx_error *e = NULL;
+	int fd = -1;
+	struct stat st;
+	int rc = sbx__srv_open_regular(&fd, &st, s, path, &e);
+	if (rc == 0) {
+		sbx__srv_reply_fd(r, 200, "application/octet-stream", fd, (uint64_t)st.st_size);
+		return;
+	}
+	if (rc != -ENOSYS) {
+		file_error(r, rc, path, e);
+		return;
+	}
+	/* Providers without path fds read through the library, bounded. */
+	sbx_error_free(e);
+	e = NULL;
 	void *data = NULL;
 	size_t len = 0;
 	sbx_file_info fi = { 0 };
-	sbx_error *e = NULL;
-	pthread_rwlock_rdlock(&s->rw);
-	int rc = s->dead ? -ESRCH : sbx_sandbox_stat(&fi, s->sb, path, &e);
-	if (rc == 0 && fi.type == SBX_FILE_DIR)
-		rc = -EISDIR;
-	if (rc == 0)
-		rc = sbx_sandbox_read_file(&data, &len, s->sb, path, SRV_READ_MAX, &e);
-	pthread_rwlock_unlock(&s->rw);
+	if ((rc = sbx__srv_op_begin(s, &e)) == 0) {
+		rc = sbx_sandbox_stat(&fi, s->sb, path, &e);
+		if (rc == 0 && fi.type == SBX_FILE_DIR)
+			rc = -EISDIR;
+		else if (rc == 0 && fi.type != SBX_FILE_REGULAR)
+			rc = sbx_error_set(&e, -EINVAL, "path '%s' is not a regular file", path);
+		if (rc == 0)
+			rc = sbx_sandbox_read_file(&data, &len, s->sb, path, SRV_READ_MAX, &e);
+		sbx__srv_op_end(s);
+	}
 	sbx_file_info_clear(&fi);
 	if (rc < 0) {
 		file_error(r, rc, path, e);
@@ -62,11 +83,25 @@ static void get_file(struct srv_req *r, struct srv_sandbox *s, const char *path)
 static int write_one(struct srv_sandbox *s, const char *path, const void *data, size_t len, const char *user,
 		     sbx_error **e)
 {
-	pthread_rwlock_rdlock(&s->rw);
-	int rc = s->dead ? -ESRCH : sbx_sandbox_write_file(s->sb, path, data, len, 0644, e);
+	/* An existing FIFO, device or socket there is refused, not opened (a
+	 * FIFO would block the write until the sandbox reads it). */
+	int fd = -1;
+	struct stat st;
+	sbx_error *pe = NULL;
+	int rc = sbx__srv_open_regular(&fd, &st, s, path, &pe);
+	if (fd >= 0)
+		close(fd);
+	if (rc == -EINVAL || rc == -EISDIR) {
+		*e = pe;
+		return rc;
+	}
+	sbx_error_free(pe);
+	if ((rc = sbx__srv_op_begin(s, e)) < 0)
+		return rc;
+	rc = sbx_sandbox_write_file(s->sb, path, data, len, 0644, e);
 	if (rc == 0 && user && strcmp(user, "root") != 0)
 		sbx_sandbox_chown(s->sb, path, user, NULL);
-	pthread_rwlock_unlock(&s->rw);
+	sbx__srv_op_end(s);
 	return rc;
 }
 

@@ -4,7 +4,8 @@
  * Remove (unary) and WatchDir (server stream from inotify on O_PATH fds of
  * the sandbox's directories, through /proc/self/fd/N), plus the user
  * helpers shared with processes and /files: a user's home from the
- * sandbox's /etc/passwd and relative-path resolution.
+ * sandbox's /etc/passwd (read without blocking, regular files only) and
+ * relative-path resolution.
  */
 #include <errno.h>
 #include <poll.h>
@@ -21,27 +22,27 @@
 #include "../util/str.h"
 #include "server_int.h"
 
-/* Read-locks the sandbox for one operation; -ESRCH (unlocked) when destroyed. */
-static int sb_lock(struct srv_sandbox *s, sbx_error **err)
+/* Starts one library call on the sandbox (sbops.c); -ESRCH once it is gone. */
+static int sb_enter(struct srv_sandbox *s, sbx_error **err)
 {
-	pthread_rwlock_rdlock(&s->rw);
-	if (!s->dead)
-		return 0;
-	pthread_rwlock_unlock(&s->rw);
-	return sbx_error_set(err, -ESRCH, "sandbox %s is gone", s->id);
+	return sbx__srv_op_begin(s, err);
 }
 
+static void sb_leave(struct srv_sandbox *s)
+{
+	sbx__srv_op_end(s);
+}
+
+/* The home directory from the sandbox's /etc/passwd, read by the server
+ * itself: a FIFO, device or oversized file there is ignored, never waited on. */
 char *sbx__srv_user_home(struct srv_sandbox *s, const char *user)
 {
 	if (!user || strcmp(user, "root") == 0 || strcmp(user, "0") == 0)
 		return xstrdup("/root");
 	_cleanup_free_ char *name = xstrndup(user, strcspn(user, ":"));
-	void *data = NULL;
+	char *data = NULL;
 	size_t len = 0;
-	if (sb_lock(s, NULL) < 0)
-		return xstrdup("/");
-	int r = sbx_sandbox_read_file(&data, &len, s->sb, "/etc/passwd", 1 << 20, NULL);
-	pthread_rwlock_unlock(&s->rw);
+	int r = sbx__srv_read_small(&data, &len, s, "/etc/passwd", 1 << 20, NULL);
 	char *home = NULL;
 	if (r == 0) {
 		char *save = NULL;
@@ -106,15 +107,15 @@ json_t *sbx__srv_entry_info(const sbx_file_info *f)
 	return o;
 }
 
-/* Stats path under the read lock and replies {"entry":...}. */
+/* Stats path and replies {"entry":...}. */
 static void reply_entry(struct srv_req *r, struct srv_sandbox *s, const char *path, const char *what)
 {
 	sbx_file_info fi = { 0 };
 	sbx_error *e = NULL;
-	int rc = sb_lock(s, &e);
+	int rc = sb_enter(s, &e);
 	if (rc == 0) {
 		rc = sbx_sandbox_stat(&fi, s->sb, path, &e);
-		pthread_rwlock_unlock(&s->rw);
+		sb_leave(s);
 	}
 	if (rc < 0) {
 		sbx__srv_reply_sbx_error(r, 1, what, rc, e);
@@ -141,9 +142,9 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method, 
 		unsigned depth = json_is_integer(d) && json_integer_value(d) > 0 ? (unsigned)json_integer_value(d) : 1;
 		sbx_file_info *v = NULL;
 		size_t n = 0;
-		if ((rc = sb_lock(s, &e)) == 0) {
+		if ((rc = sb_enter(s, &e)) == 0) {
 			rc = sbx_sandbox_list_dir(&v, &n, s->sb, path, depth, &e);
-			pthread_rwlock_unlock(&s->rw);
+			sb_leave(s);
 		}
 		if (rc < 0) {
 			sbx__srv_reply_sbx_error(r, 1, "list", rc, e);
@@ -155,11 +156,11 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method, 
 		sbx_file_info_free(v, n);
 		sbx__srv_reply_json(r, 200, json_pack("{s:o}", "entries", arr));
 	} else if (strcmp(method, "MakeDir") == 0) {
-		if ((rc = sb_lock(s, &e)) == 0) {
+		if ((rc = sb_enter(s, &e)) == 0) {
 			rc = sbx_sandbox_mkdir(s->sb, path, 0755, &e);
 			if (rc == 0 && user)
 				sbx_sandbox_chown(s->sb, path, user, NULL);
-			pthread_rwlock_unlock(&s->rw);
+			sb_leave(s);
 		}
 		if (rc < 0)
 			sbx__srv_reply_sbx_error(r, 1, "make dir", rc, e);
@@ -172,18 +173,18 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method, 
 			return;
 		}
 		_cleanup_free_ char *dst = sbx__srv_resolve_path(s, user, d);
-		if ((rc = sb_lock(s, &e)) == 0) {
+		if ((rc = sb_enter(s, &e)) == 0) {
 			rc = sbx_sandbox_rename(s->sb, path, dst, &e);
-			pthread_rwlock_unlock(&s->rw);
+			sb_leave(s);
 		}
 		if (rc < 0)
 			sbx__srv_reply_sbx_error(r, 1, "move", rc, e);
 		else
 			reply_entry(r, s, dst, "move");
 	} else {
-		if ((rc = sb_lock(s, &e)) == 0) {
+		if ((rc = sb_enter(s, &e)) == 0) {
 			rc = sbx_sandbox_remove(s->sb, path, 0, &e);
-			pthread_rwlock_unlock(&s->rw);
+			sb_leave(s);
 		}
 		if (rc < 0)
 			sbx__srv_reply_sbx_error(r, 1, "remove", rc, e);
@@ -212,11 +213,11 @@ static int add_watch(struct watch *w, const char *rel, sbx_error **err)
 {
 	_cleanup_free_ char *abs = *rel ? xasprintf("%s/%s", w->root, rel) : xstrdup(w->root);
 	int pfd = -1;
-	int rc = sb_lock(w->s, err);
+	int rc = sb_enter(w->s, err);
 	if (rc < 0)
 		return rc;
 	rc = sbx_sandbox_path_fd(&pfd, w->s->sb, abs, err);
-	pthread_rwlock_unlock(&w->s->rw);
+	sb_leave(w->s);
 	if (rc < 0)
 		return rc;
 	char proc[64];
@@ -334,10 +335,10 @@ static void watch_dir(struct srv_req *r, struct srv_sandbox *s, const char *user
 	}
 	sbx_file_info fi = { 0 };
 	sbx_error *e = NULL;
-	int rc = sb_lock(s, &e);
+	int rc = sb_enter(s, &e);
 	if (rc == 0) {
 		rc = sbx_sandbox_stat(&fi, s->sb, path, &e);
-		pthread_rwlock_unlock(&s->rw);
+		sb_leave(s);
 	}
 	if (rc < 0 || fi.type != SBX_FILE_DIR) {
 		sbx__srv_reply_stream_error(r, rc < 0 ? sbx__srv_connect_code(rc) : "invalid_argument", "watch %s: %s", path,
@@ -377,10 +378,10 @@ static void watch_dir(struct srv_req *r, struct srv_sandbox *s, const char *user
 	if (recursive) {
 		sbx_file_info *v = NULL;
 		size_t n = 0;
-		if (sb_lock(s, NULL) == 0) {
+		if (sb_enter(s, NULL) == 0) {
 			if (sbx_sandbox_list_dir(&v, &n, s->sb, path, 64, NULL) < 0)
 				n = 0;
-			pthread_rwlock_unlock(&s->rw);
+			sb_leave(s);
 		}
 		size_t plen = strcmp(path, "/") == 0 ? 0 : strlen(path);
 		for (size_t i = 0; i < n; i++)

@@ -361,9 +361,11 @@ static void start(struct srv_req *r, struct srv_sandbox *s)
 	o.user = user;
 	o.timeout_s = tmo;
 	int keep_stdin = !stdinj || json_is_true(stdinj) || json_object_get(req, "pty");
-	pthread_rwlock_rdlock(&s->rw);
-	int rc = s->dead ? -ESRCH : sbx_process_start(&p, s->sb, &o, keep_stdin, &e);
-	pthread_rwlock_unlock(&s->rw);
+	int rc = sbx__srv_op_begin(s, &e);
+	if (rc == 0) {
+		rc = sbx_process_start(&p, s->sb, &o, keep_stdin, &e);
+		sbx__srv_op_end(s);
+	}
 	if (rc < 0) {
 		sbx__srv_reply_stream_error(r, rc == -ENOENT ? "invalid_argument" : sbx__srv_connect_code(rc), "start %s: %s",
 				       cmd, e && e->msg ? e->msg : sbx_error_code_name(rc));

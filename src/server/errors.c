@@ -24,6 +24,8 @@ static const struct {
 	{ -ENOTDIR, 400, "invalid_argument" },
 	{ -EISDIR, 400, "invalid_argument" },
 	{ -ENAMETOOLONG, 400, "invalid_argument" },
+	{ -ENXIO, 400, "failed_precondition" },  /* a FIFO without reader, a device without driver */
+	{ -ELOOP, 400, "invalid_argument" },
 	{ -EPERM, 403, "permission_denied" },
 	{ -EACCES, 403, "permission_denied" },
 	{ -ETIMEDOUT, 504, "deadline_exceeded" },

@@ -1,10 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libmicrohttpd glue for `sbx serve`: one thread per connection, request
- * bodies (chunked or not, MHD decodes the framing) accumulated into a buffer
- * with a hard cap, response helpers for JSON, bytes and errors, streaming
- * responses whose reader blocks in the connection's thread, and the access
- * log (method, path without query, status, time, sandbox; never a header).
+ * libmicrohttpd glue for `sbx serve`: one thread per connection, idle
+ * connections closed after --idle-timeout of inactivity, at most
+ * --max-connections (--max-connections-per-ip from one address).
+ * Credentials are checked from the headers before any body byte is read
+ * (router.c); a body is then accumulated (chunked or not, MHD decodes the
+ * framing) into a buffer capped per endpoint, and a declared or received
+ * size past the cap is answered 413 at once. Response helpers for JSON,
+ * bytes, files (streamed from an fd) and errors, streaming responses whose
+ * reader blocks in the connection's thread, and the access log (method,
+ * path without query, status, time, sandbox; never a header), one JSON
+ * object per line with every string escaped.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,14 +21,56 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../util/alloc.h"
 #include "../util/fs.h"
+#include "../util/str.h"
 #include "server_int.h"
 
-static int body_cap(const char *url)
+char *sbx__srv_log_escape(const char *s, int json)
 {
-	return strcmp(url, "/files") == 0 || strncmp(url, "/templates/", 11) == 0;
+	if (!s)
+		s = "";
+	sbx_buf b;
+	sbx__buf_init(&b, strlen(s) * 6 + 1);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		char esc[8];
+		const char *out = esc;
+		size_t n = 2;
+		esc[0] = '\\';
+		if (*p == '\n')
+			esc[1] = 'n';
+		else if (*p == '\r')
+			esc[1] = 'r';
+		else if (*p == '\t')
+			esc[1] = 't';
+		else if (*p == '\\' || (json && *p == '"'))
+			esc[1] = (char)*p;
+		else if (*p < 0x20 || *p >= 0x7f)
+			n = (size_t)snprintf(esc, sizeof(esc), "\\u%04x", *p);
+		else {
+			out = (const char *)p;
+			n = 1;
+		}
+		sbx__buf_append(&b, out, n);
+	}
+	char *r = sbx__buf_steal(&b, NULL);
+	return r ? r : xstrdup("");
+}
+
+/* Uploads (/files, template file tars) may be large; everything else is JSON. */
+static size_t body_cap(const char *url)
+{
+	return strcmp(url, "/files") == 0 || strncmp(url, "/templates/", 11) == 0 ? SRV_UPLOAD_MAX : SRV_JSON_MAX;
+}
+
+/* 1 when the request declares a body larger than the cap. */
+static int declared_too_big(struct MHD_Connection *c, size_t cap)
+{
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+	uint64_t n;
+	return cl && sbx__parse_u64(&n, cl) == 0 && n > cap;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -39,23 +87,30 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		r->method = method;
 		r->url = url;
 		r->t0 = sbx__now_mono();
-		sbx__buf_init(&r->body, body_cap(url) ? SRV_UPLOAD_MAX : SRV_JSON_MAX);
+		sbx__buf_init(&r->body, body_cap(url));
 		*con_cls = r;
+		atomic_fetch_add(&srv->m.requests, 1);
+		/* Answering now makes MHD skip the body and close the connection
+		 * after the reply: nothing of it is read, let alone buffered. */
+		if (!sbx__srv_authorize(r))
+			return MHD_YES;
+		if (declared_too_big(c, r->body.max))
+			sbx__srv_reply_error(r, 413, "request body larger than %zu bytes", r->body.max);
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
-		if (!r->too_big && sbx__buf_append(&r->body, upload_data, *upload_data_size) < 0)
+		/* MHD cannot answer in the middle of a body: a chunked body past
+		 * the cap ends the connection, without reading the rest. */
+		if (sbx__buf_append(&r->body, upload_data, *upload_data_size) < 0) {
 			r->too_big = 1;
+			return MHD_NO;
+		}
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
 	if (r->queued)
 		return MHD_YES;
-	atomic_fetch_add(&srv->m.requests, 1);
-	if (r->too_big)
-		sbx__srv_reply_error(r, 413, "request body larger than %zu bytes", r->body.max);
-	else
-		sbx__srv_route(r);
+	sbx__srv_route(r);
 	if (!r->queued)
 		sbx__srv_reply_error(r, 500, "no response");
 	return MHD_YES;
@@ -75,11 +130,17 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		struct tm tm;
 		gmtime_r(&now, &tm);
 		strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		char *m = sbx__srv_log_escape(r->method, 1), *u = sbx__srv_log_escape(r->url, 1);
+		char *sb = sbx__srv_log_escape(r->sandbox_id, 1);
 		fprintf(stderr, "{\"ts\":\"%s\",\"method\":\"%s\",\"path\":\"%s\",\"status\":%d,"
 				"\"ms\":%.1f,\"sandbox\":\"%s\",\"bytes_in\":%zu%s}\n",
-			ts, r->method, r->url, r->status, (sbx__now_mono() - r->t0) * 1e3, r->sandbox_id,
-			r->body.len, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : ",\"aborted\":true");
+			ts, m, u, r->status, (sbx__now_mono() - r->t0) * 1e3, sb, r->body.len,
+			toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : ",\"aborted\":true");
+		free(m);
+		free(u);
+		free(sb);
 	}
+	sbx__srv_sandbox_put(srv, r->sb);
 	sbx__buf_free(&r->body);
 	free(r);
 	*con_cls = NULL;
@@ -95,8 +156,20 @@ const char *sbx__srv_query(struct srv_req *r, const char *name)
 	return MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, name);
 }
 
+/* Counts as activity for the idle timeout: MHD measures it from the last
+ * byte moved, so a reply (or stream event) produced after a long wait would
+ * otherwise be cut before it is sent. Resetting from 0 restarts the clock. */
+static void touch(struct MHD_Connection *c, unsigned idle_s)
+{
+	if (!idle_s)
+		return;
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, idle_s);
+}
+
 static void queue(struct srv_req *r, int status, struct MHD_Response *resp, const char *ctype)
 {
+	touch(r->c, r->srv->cfg.idle_timeout_s);
 	if (ctype)
 		MHD_add_response_header(resp, "Content-Type", ctype);
 	MHD_queue_response(r->c, (unsigned)status, resp);
@@ -109,6 +182,41 @@ static void queue(struct srv_req *r, int status, struct MHD_Response *resp, cons
 void sbx__srv_reply_bytes(struct srv_req *r, int status, const char *ctype, void *data, size_t len)
 {
 	struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(len, data, free);
+	queue(r, status, resp, ctype);
+}
+
+struct fd_body {
+	int fd;
+};
+
+static ssize_t fd_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct fd_body *f = cls;
+	ssize_t n;
+	do
+		n = pread(f->fd, buf, max, (off_t)pos);
+	while (n < 0 && errno == EINTR);
+	/* Shorter than announced (truncated meanwhile): end the connection. */
+	return n > 0 ? n : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void fd_free(void *cls)
+{
+	struct fd_body *f = cls;
+	close(f->fd);
+	free(f);
+}
+
+void sbx__srv_reply_fd(struct srv_req *r, int status, const char *ctype, int fd, uint64_t size)
+{
+	if (size == 0) {
+		close(fd);
+		sbx__srv_reply_bytes(r, status, ctype, xstrdup(""), 0);
+		return;
+	}
+	struct fd_body *f = xcalloc(1, sizeof(*f));
+	f->fd = fd;
+	struct MHD_Response *resp = MHD_create_response_from_callback(size, 256 * 1024, fd_read, f, fd_free);
 	queue(r, status, resp, ctype);
 }
 
@@ -171,6 +279,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		n = max;
 	memcpy(buf, s->out.data + s->off, n);
 	s->off += n;
+	touch(s->c, s->srv->cfg.idle_timeout_s);
 	return (ssize_t)n;
 }
 
@@ -186,6 +295,7 @@ static void stream_free(void *cls)
 void sbx__srv_reply_stream(struct srv_req *r, struct srv_stream *s)
 {
 	s->srv = r->srv;
+	s->c = r->c;
 	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read,
 								       s, stream_free);
 	queue(r, 200, resp, "application/connect+json");
@@ -211,7 +321,10 @@ int sbx__srv_http_start(struct server *srv, void **daemon_out, unsigned *port_ou
 			 MHD_USE_ERROR_LOG;
 	struct MHD_Daemon *d = MHD_start_daemon(
 		flags, srv->cfg.port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT, (unsigned)8192,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT,
+		srv->cfg.max_connections ? srv->cfg.max_connections : SRV_MAX_CONNECTIONS,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, srv->cfg.max_connections_per_ip,
+		MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.idle_timeout_s,
 		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_THREAD_STACK_SIZE,
 		(size_t)(1u << 20), MHD_OPTION_END);
 	if (!d)

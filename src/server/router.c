@@ -4,7 +4,8 @@
  * with E2b-Sandbox-Id, an envd RPC path or /files goes to the data plane
  * (the sandbox found by header, else by its envd access token); everything
  * else is the control plane, which needs X-API-KEY except /health and
- * /metrics.
+ * /metrics. Authorization runs on the headers, before the body is read
+ * (http.c); dispatch runs once the body is in.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -52,7 +53,9 @@ static int files_signed(struct srv_req *r, struct srv_sandbox *s)
 				     sbx__srv_query(r, "signature_expiration"));
 }
 
-static void data_plane(struct srv_req *r, const char *sid)
+/* Data plane, from the headers alone: the sandbox and whether the caller
+ * may use it. 1 with r->sb taken, 0 after replying. */
+static int authorize_data(struct srv_req *r, const char *sid)
 {
 	const char *token = sbx__srv_header(r, "X-Access-Token");
 	int rpc = is_rpc(r->url);
@@ -60,20 +63,20 @@ static void data_plane(struct srv_req *r, const char *sid)
 	if (port && strcmp(port, ENVD_PORT) != 0) {
 		sbx__srv_reply_error(r, 502, "port %s of sandbox %s is not reachable: sbx serve proxies only envd (%s)",
 				port, sid ? sid : "?", ENVD_PORT);
-		return;
+		return 0;
 	}
 	struct srv_sandbox *s = NULL;
 	if (sid) {
 		s = sbx__srv_sandbox_get(r->srv, sid);
 		if (!s) {
 			sbx__srv_reply_error(r, 502, "sandbox %s not found", sid);
-			return;
+			return 0;
 		}
 	} else {
 		s = token ? sbx__srv_sandbox_by_token(r->srv, token) : NULL;
 		if (!s) {
 			unauthorized(r, rpc, token ? "invalid access token" : "missing X-Access-Token");
-			return;
+			return 0;
 		}
 	}
 	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", s->id);
@@ -81,15 +84,36 @@ static void data_plane(struct srv_req *r, const char *sid)
 	int is_files = strcmp(r->url, "/files") == 0;
 	if (!is_health && !sbx__srv_ct_equal(token, s->token) && !(is_files && files_signed(r, s))) {
 		unauthorized(r, rpc, token ? "access token does not belong to this sandbox" : "missing X-Access-Token");
-		goto out;
+		sbx__srv_sandbox_put(r->srv, s);
+		return 0;
 	}
-	if (s->paused && !is_health) {
+	r->sb = s;
+	return 1;
+}
+
+int sbx__srv_authorize(struct srv_req *r)
+{
+	const char *sid = sbx__srv_header(r, "E2b-Sandbox-Id");
+	if (sid || is_rpc(r->url) || strcmp(r->url, "/files") == 0)
+		return authorize_data(r, sid);
+	if (strcmp(r->url, "/health") == 0 || (strcmp(r->url, "/metrics") == 0 && strcmp(r->method, "GET") == 0))
+		return 1;
+	const char *key = sbx__srv_header(r, "X-API-KEY");
+	if (!sbx__srv_auth_api_key_ok(r->srv, key)) {
+		sbx__srv_reply_error(r, 401, key ? "invalid API key" : "missing X-API-KEY header");
+		return 0;
+	}
+	return 1;
+}
+
+static void data_plane(struct srv_req *r, struct srv_sandbox *s)
+{
+	int is_health = strcmp(r->url, "/health") == 0;
+	if (s->paused && !is_health)
 		sbx__srv_reply_error(r, 502, "sandbox %s is paused", s->id);
-		goto out;
-	}
-	if (is_health)
+	else if (is_health)
 		sbx__srv_reply_empty(r, 204);
-	else if (is_files)
+	else if (strcmp(r->url, "/files") == 0)
 		sbx__srv_envd_files(r, s);
 	else if (sbx__str_startswith(r->url, "/process.Process/"))
 		sbx__srv_envd_process(r, s, r->url + strlen("/process.Process/"));
@@ -97,15 +121,13 @@ static void data_plane(struct srv_req *r, const char *sid)
 		sbx__srv_envd_fs(r, s, r->url + strlen("/filesystem.Filesystem/"));
 	else
 		sbx__srv_reply_error(r, 404, "no envd endpoint %s", r->url);
-out:
-	sbx__srv_sandbox_put(r->srv, s);
 }
 
+/* After sbx__srv_authorize() let the request through and its body is in. */
 void sbx__srv_route(struct srv_req *r)
 {
-	const char *sid = sbx__srv_header(r, "E2b-Sandbox-Id");
-	if (sid || is_rpc(r->url) || strcmp(r->url, "/files") == 0) {
-		data_plane(r, sid);
+	if (r->sb) {
+		data_plane(r, r->sb);
 		return;
 	}
 	if (strcmp(r->url, "/health") == 0) {
@@ -125,11 +147,6 @@ void sbx__srv_route(struct srv_req *r)
 	}
 	if (strcmp(r->url, "/metrics") == 0 && strcmp(r->method, "GET") == 0) {
 		sbx__srv_metrics_reply(r);
-		return;
-	}
-	const char *key = sbx__srv_header(r, "X-API-KEY");
-	if (!sbx__srv_auth_api_key_ok(r->srv, key)) {
-		sbx__srv_reply_error(r, 401, key ? "invalid API key" : "missing X-API-KEY header");
 		return;
 	}
 	char *segs[8];

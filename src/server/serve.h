@@ -15,12 +15,15 @@ struct srv_config {
 	int print_port;
 	int destroy_on_exit;
 	int access_log;
-	int allow_internet;           /* honour allow_internet_access (host network) */
+	int allow_internet;           /* honour allow_internet_access (network=internet) */
 	double cpus;
 	unsigned memory_mb;
 	unsigned storage_mb;
 	unsigned max_sandboxes;
 	unsigned max_timeout_s;
+	unsigned idle_timeout_s;      /* close connections idle this long; 0 = never */
+	unsigned max_connections;     /* all clients together */
+	unsigned max_connections_per_ip;
 };
 
 /* Runs the server until SIGINT/SIGTERM. Returns the process exit code. */

@@ -24,11 +24,12 @@
 #include "../util/log.h"
 #include "server_int.h"
 
+#define STOP_GRACE_S 10
+
 struct srv_sandbox *sbx__srv_sandbox_new(const char *id)
 {
 	struct srv_sandbox *s = xcalloc(1, sizeof(*s));
 	snprintf(s->id, sizeof(s->id), "%s", id);
-	pthread_rwlock_init(&s->rw, NULL);
 	pthread_mutex_init(&s->plock, NULL);
 	s->refs = 1;
 	return s;
@@ -37,6 +38,10 @@ struct srv_sandbox *sbx__srv_sandbox_new(const char *id)
 static void sandbox_free(struct srv_sandbox *s)
 {
 	sbx__srv_procs_release(s);
+	/* Killed by id while a call was stuck: now that the call is over, finish
+	 * with the handle too (it reaps init, a child of this process). */
+	if (s->finish_pending && s->sb)
+		sbx_sandbox_destroy(s->sb, NULL);
 	sbx_sandbox_free(s->sb);
 	json_decref(s->metadata);
 	json_decref(s->env_vars);
@@ -44,7 +49,6 @@ static void sandbox_free(struct srv_sandbox *s)
 	free(s->alias);
 	free(s->user);
 	free(s->workdir);
-	pthread_rwlock_destroy(&s->rw);
 	pthread_mutex_destroy(&s->plock);
 	free(s);
 }
@@ -89,6 +93,7 @@ void sbx__srv_sandbox_put(struct server *srv, struct srv_sandbox *s)
 
 void sbx__srv_sandbox_insert(struct server *srv, struct srv_sandbox *s)
 {
+	s->srv = srv;
 	pthread_mutex_lock(&srv->lock);
 	if (srv->n == srv->cap) {
 		srv->cap = srv->cap ? srv->cap * 2 : 64;
@@ -115,7 +120,7 @@ struct srv_sandbox **sbx__srv_sandbox_all(struct server *srv, size_t *n)
 int sbx__srv_sandbox_kill(struct server *srv, struct srv_sandbox *s, const char *reason)
 {
 	pthread_mutex_lock(&srv->lock);
-	int found = 0;
+	int found = 0, busy = 0;
 	for (size_t i = 0; i < srv->n; i++)
 		if (srv->v[i] == s) {
 			srv->v[i] = srv->v[--srv->n];
@@ -123,17 +128,18 @@ int sbx__srv_sandbox_kill(struct server *srv, struct srv_sandbox *s, const char 
 			break;
 		}
 	if (found) {
-		s->dead = 1;
+		busy = sbx__srv_op_mark_dead(s);
 		s->refs--; /* the table's reference; the caller still holds one */
 	}
 	pthread_mutex_unlock(&srv->lock);
 	if (!found)
 		return -ENOENT;
 	sbx_error *e = NULL;
-	pthread_rwlock_wrlock(&s->rw);
-	if (sbx_sandbox_destroy(s->sb, &e) < 0)
+	/* A call still in flight owns the handle: destroy through a fresh one. */
+	int r = busy ? sbx_sandbox_destroy_id(srv->rt, sbx_sandbox_provider(s->sb), s->id, &e)
+		     : sbx_sandbox_destroy(s->sb, &e);
+	if (r < 0)
 		SBX_LOGW("serve: destroy %s: %s", s->id, e ? e->msg : "?");
-	pthread_rwlock_unlock(&s->rw);
 	sbx_error_free(e);
 	sbx__srv_state_delete(srv, s->id);
 	atomic_fetch_add(&srv->m.destroys, 1);
@@ -214,7 +220,11 @@ static void log_sink(sbx_log_level level, const char *msg, void *payload)
 {
 	(void)payload;
 	static const char *names[] = { "error", "warn", "info", "debug" };
-	fprintf(stderr, "sbx serve: %s: %s\n", names[level <= SBX_LOG_DEBUG ? level : 0], msg);
+	/* Messages name paths and users a client or a sandbox chose: one line
+	 * each, control characters escaped, so none can forge another line. */
+	char *clean = sbx__srv_log_escape(msg, 0);
+	fprintf(stderr, "sbx serve: %s: %s\n", names[level <= SBX_LOG_DEBUG ? level : 0], clean);
+	free(clean);
 }
 
 static void raise_nofile(void)
@@ -265,6 +275,55 @@ static void drain(struct server *srv, int destroy)
 	pthread_mutex_unlock(&srv->lock);
 }
 
+struct stopper {
+	void *daemon;
+	pthread_mutex_t lk;
+	pthread_cond_t cv;
+	int done;
+};
+
+static void *stop_main(void *arg)
+{
+	struct stopper *st = arg;
+	sbx__srv_http_stop(st->daemon);
+	pthread_mutex_lock(&st->lk);
+	st->done = 1;
+	pthread_cond_signal(&st->cv);
+	pthread_mutex_unlock(&st->lk);
+	return NULL;
+}
+
+/* Stops the HTTP side, waiting at most STOP_GRACE_S for the connection
+ * threads: one stuck in a call a sandbox blocks must not keep SIGTERM from
+ * working. 1 when everything stopped; 0 leaves the stopper running. */
+static int http_stop_bounded(void *daemon)
+{
+	struct stopper *st = xcalloc(1, sizeof(*st));
+	st->daemon = daemon;
+	pthread_mutex_init(&st->lk, NULL);
+	pthread_cond_init(&st->cv, NULL);
+	pthread_t t;
+	pthread_create(&t, NULL, stop_main, st);
+	double until = sbx__now_mono() + STOP_GRACE_S;
+	pthread_mutex_lock(&st->lk);
+	while (!st->done && sbx__now_mono() < until) {
+		struct timespec ts;
+		sbx__timespec_in(&ts, 0.2);
+		pthread_cond_timedwait(&st->cv, &st->lk, &ts);
+	}
+	int done = st->done;
+	pthread_mutex_unlock(&st->lk);
+	if (!done) {
+		pthread_detach(t);
+		return 0; /* st stays with the detached thread until the process exits */
+	}
+	pthread_join(t, NULL);
+	pthread_mutex_destroy(&st->lk);
+	pthread_cond_destroy(&st->cv);
+	free(st);
+	return 1;
+}
+
 static int serve(struct server *srv, sbx_error **err)
 {
 	int created = 0;
@@ -303,7 +362,11 @@ static int serve(struct server *srv, sbx_error **err)
 		srv->cfg.destroy_on_exit ? " (destroying sandboxes)" : "");
 	atomic_store(&srv->stopping, 1);
 	sbx__srv_timer_kick(srv);
-	sbx__srv_http_stop(daemon);
+	if (!http_stop_bounded(daemon)) {
+		srv->abandoned = 1;
+		fprintf(stderr, "sbx serve: connections still busy after %d s (a call blocked in a sandbox); "
+				"exiting without them\n", STOP_GRACE_S);
+	}
 	pthread_join(timer, NULL);
 	drain(srv, srv->cfg.destroy_on_exit);
 	return 0;
@@ -346,6 +409,8 @@ out:
 	if (err)
 		fprintf(stderr, "sbx serve: %s\n", err->msg);
 	sbx_error_free(err);
+	if (srv->abandoned)
+		return rc; /* threads still use srv; the process is about to exit */
 	sbx__srv_builds_free(srv);
 	sbx__srv_state_close(srv);
 	sbx_runtime_free(srv->rt);

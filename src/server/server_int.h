@@ -3,8 +3,10 @@
  * Private interface of `sbx serve`, the E2B-compatible server: the server
  * and sandbox records, the HTTP glue, and one section per source file.
  * Threading: libmicrohttpd runs one thread per connection; the sandbox table
- * is guarded by srv->lock, each sandbox's handle by its rwlock (operations
- * read-lock, destroy write-locks), each process by its own mutex.
+ * and every sandbox's mutable fields (deadline, paused, op count, dead) are
+ * guarded by srv->lock, which is never held across I/O; calls into a sandbox
+ * hold an op reference instead of a lock (sbops.c); each process has its own
+ * mutex.
  */
 #ifndef SBX_SERVER_INT_H
 #define SBX_SERVER_INT_H
@@ -13,6 +15,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <sbx/sbx.h>
@@ -24,7 +27,11 @@
 #define SRV_CLIENT_ID "6532622b"
 #define SRV_JSON_MAX (1u << 20)         /* control-plane and RPC bodies */
 #define SRV_UPLOAD_MAX (512u << 20)     /* /files uploads and template file tars */
-#define SRV_READ_MAX (1024u << 20)      /* /files downloads */
+#define SRV_MAX_CONNECTIONS 8192u     /* --max-connections default */
+#define SRV_MAX_CONNECTIONS_PER_IP 4096u
+#define SRV_IDLE_TIMEOUT_S 60u
+#define SRV_LOCAL_STORAGE_MB 10240u   /* the local provider's default writable layer */
+#define SRV_READ_MAX (1024u << 20)      /* /files downloads without path fds (remote providers) */
 
 struct srv_build;
 struct sqlite3;
@@ -68,11 +75,14 @@ struct srv_sandbox {
 	char *user;                  /* image default user or NULL (root) */
 	char *workdir;               /* image WorkingDir or NULL */
 	sbx_sandbox *sb;
-	pthread_rwlock_t rw;         /* read: operations; write: destroy */
+	struct server *srv;
 	pthread_mutex_t plock;       /* the process list */
 	struct srv_proc *procs;
-	int refs;                    /* guarded by srv->lock */
-	int dead;                    /* removed from the table */
+	int refs;                    /* guarded by srv->lock, like the fields below */
+	int ops;                     /* library calls in flight on sb */
+	int dead;                    /* removed from the table; no new calls */
+	int finish_pending;          /* killed by id while calls were in flight */
+	int transition;              /* a pause or resume is under way */
 };
 
 struct srv_metrics {
@@ -103,6 +113,7 @@ struct server {
 	pthread_mutex_t build_lock;
 	struct srv_build *builds;
 	unsigned port;
+	int abandoned;                /* stopped with connection threads still busy */
 };
 
 /* ---- http.c -------------------------------------------------------------- */
@@ -114,6 +125,7 @@ struct srv_req;
  * until it has something; it returns 1 once the last frame is appended. */
 struct srv_stream {
 	struct server *srv;
+	struct MHD_Connection *c;      /* the idle timeout restarts per event */
 	sbx_buf out;
 	size_t off;
 	int done;
@@ -135,6 +147,8 @@ struct srv_req {
 	double t0;
 	char sandbox_id[32];
 	int queued;
+	int authorized;               /* headers checked; the body may be read */
+	struct srv_sandbox *sb;       /* data plane: the sandbox (a reference) */
 };
 
 int sbx__srv_http_start(struct server *srv, void **daemon_out, unsigned *port_out, sbx_error **err);
@@ -144,6 +158,8 @@ const char *sbx__srv_query(struct srv_req *r, const char *name);
 void sbx__srv_reply_json(struct srv_req *r, int status, json_t *body); /* steals body */
 void sbx__srv_reply_empty(struct srv_req *r, int status);
 void sbx__srv_reply_bytes(struct srv_req *r, int status, const char *ctype, void *data, size_t len); /* takes data */
+/* Streams size bytes of a regular file (takes fd). */
+void sbx__srv_reply_fd(struct srv_req *r, int status, const char *ctype, int fd, uint64_t size);
 void sbx__srv_reply_text(struct srv_req *r, int status, const char *ctype, const char *text);
 /* REST error {"code":status,"message":...}. */
 void sbx__srv_reply_error(struct srv_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -155,6 +171,9 @@ void sbx__srv_reply_stream(struct srv_req *r, struct srv_stream *s);
 
 /* ---- router.c ------------------------------------------------------------ */
 
+/* Checks credentials from the headers alone, before any body byte: 1 to go
+ * on, 0 after queueing the error. Data plane: takes r->sb. */
+int sbx__srv_authorize(struct srv_req *r);
 void sbx__srv_route(struct srv_req *r);
 /* Splits url path into at most max segments (owned copy in *buf). */
 size_t sbx__srv_split_path(char **segs, size_t max, char **buf, const char *path);
@@ -192,12 +211,29 @@ struct srv_sandbox *sbx__srv_sandbox_by_token(struct server *srv, const char *to
 void sbx__srv_sandbox_put(struct server *srv, struct srv_sandbox *s);
 /* Adds a new record to the table (takes the creator's reference). */
 void sbx__srv_sandbox_insert(struct server *srv, struct srv_sandbox *s);
+/* A new record (one reference); its srv is set by sbx__srv_sandbox_insert(). */
 struct srv_sandbox *sbx__srv_sandbox_new(const char *id);
 /* Removes from the table, destroys the sandbox and its row. 0 or -ENOENT. */
 int sbx__srv_sandbox_kill(struct server *srv, struct srv_sandbox *s, const char *reason);
 /* Snapshot of the table with references taken; release with sbx__srv_sandbox_put each. */
 struct srv_sandbox **sbx__srv_sandbox_all(struct server *srv, size_t *n);
 void sbx__srv_timer_kick(struct server *srv);
+
+/* ---- sbops.c ------------------------------------------------------------- */
+
+/* Starts a library call on s->sb: 0, or -ESRCH once the sandbox is dead. */
+int sbx__srv_op_begin(struct srv_sandbox *s, sbx_error **err);
+void sbx__srv_op_end(struct srv_sandbox *s);
+/* With srv->lock held, after s left the table: 1 when calls are in flight. */
+int sbx__srv_op_mark_dead(struct srv_sandbox *s);
+struct stat;
+/* Opens a regular file of the sandbox for reading, never blocking: -EINVAL
+ * for FIFOs, devices and sockets, -EISDIR, -ENOENT, -ENOSYS (no path fds). */
+int sbx__srv_open_regular(int *fd_out, struct stat *st_out, struct srv_sandbox *s, const char *path,
+			  sbx_error **err);
+/* Reads a whole regular file of at most max bytes (-EFBIG past it). */
+int sbx__srv_read_small(char **out, size_t *len, struct srv_sandbox *s, const char *path, size_t max,
+			sbx_error **err);
 
 /* ---- state.c ------------------------------------------------------------- */
 
@@ -253,5 +289,12 @@ json_t *sbx__srv_entry_info(const sbx_file_info *f);
 void sbx__srv_metrics_create(struct server *srv, double seconds, int ok);
 void sbx__srv_metrics_status(struct server *srv, int status);
 void sbx__srv_metrics_reply(struct srv_req *r);
+
+/* ---- http.c: logging ----------------------------------------------------- */
+
+/* s with control characters, quotes, backslashes and non-ASCII bytes escaped
+ * (JSON string syntax, \u00XX per byte), so it cannot break a log line. With
+ * `json`, quotes are escaped too. Owned. */
+char *sbx__srv_log_escape(const char *s, int json);
 
 #endif

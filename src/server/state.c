@@ -78,7 +78,9 @@ static void exec_stmt(struct server *srv, const char *sql, const char *a, const 
 
 void sbx__srv_state_save(struct server *srv, struct srv_sandbox *s)
 {
+	pthread_mutex_lock(&srv->lock); /* a consistent deadline and pause state */
 	json_t *row = sbx__srv_sandbox_to_row(s);
+	pthread_mutex_unlock(&srv->lock);
 	char *data = json_dumps(row, JSON_COMPACT);
 	json_decref(row);
 	exec_stmt(srv, "INSERT OR REPLACE INTO sandboxes (id, data) VALUES (?1, ?2)", s->id, data);
