@@ -182,20 +182,13 @@ int sbx__net_detach(const char *base, const char *id, sbx_error **err)
 {
 	if (!sbx__net_marked(base))
 		return 0;
-	char host[16];
-	snprintf(host, sizeof(host), NET_IF_PREFIX "%s", id);
-	struct rtnl *h = NULL;
-	int r = sbx__rtnl_open(&h, -1);
+	int r = sbx__nft_del_sandbox(id, err);
 	if (r < 0)
-		return sbx_error_setsys(err, r, -r, "netlink socket");
-	/* The link dies with the sandbox's namespace, but the kernel frees
-	 * namespaces lazily: remove it now so nothing of it outlives destroy. */
-	r = sbx__rtnl_del(h, host);
-	sbx__rtnl_close(h);
-	if (r < 0 && r != -ENODEV)
-		return sbx_error_setsys(err, r, -r, "sandbox %s: remove link %s", id, host);
-	if ((r = sbx__nft_del_sandbox(id, err)) < 0)
 		return r;
+	/* The link needs nothing: it dies with the sandbox's namespace, which
+	 * the kernel frees (in the background, within milliseconds) once init
+	 * is gone, and its address slot with it. Deleting it here would cost
+	 * two RCU grace periods (tens of ms) for nothing. */
 	_cleanup_free_ char *marker = marker_path(base);
 	if (unlink(marker) < 0 && errno != ENOENT)
 		return sbx_error_setsys(err, -errno, errno, "remove %s", marker);

@@ -21,7 +21,7 @@ struct net_cidr {
 
 /* What the per-sandbox chain enforces. */
 struct net_plan {
-	uint32_t host_addr, sb_addr;    /* the /31 pair */
+	uint32_t host_addr, sb_addr;    /* the /31 pair (the chain checks the source by fib) */
 	struct net_cidr *allow, *deny;  /* owned */
 	size_t n_allow, n_deny;
 	uint32_t *dns;                  /* nameservers the sandbox may always ask (port 53) */
@@ -68,7 +68,9 @@ struct nft_rules {
 	struct nftnl_rule **v;
 	size_t n;
 };
-void sbx__nft_base_rules(struct nft_rules *l, uint32_t map_id);
+void sbx__nft_base_rules(struct nft_rules *l, uint32_t map_id, uint32_t dns_id);
+/* Whether the plan needs a chain of its own (egress lists, private ranges). */
+int sbx__nft_plan_needs_chain(const struct net_plan *p);
 void sbx__nft_sandbox_rules(struct nft_rules *l, const char *id, const struct net_plan *p);
 void sbx__nft_rules_free(struct nft_rules *l);
 

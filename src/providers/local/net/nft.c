@@ -18,6 +18,7 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -29,7 +30,11 @@
 #include "net_int.h"
 
 #define MAP_ID 1
+#define DNS_ID 2
 #define BATCH_MAX (256 * 1024)
+/* In the table's userdata: a table made by a version with other base rules
+ * is refused rather than mixed with (its sandboxes still rely on it). */
+#define TABLE_VERSION "sbx-net 2"
 
 struct batch {
 	struct mnl_nlmsg_batch *b;
@@ -151,7 +156,28 @@ static void add_rules(struct batch *bt, struct nft_rules *l)
 	}
 }
 
-/* The table, its chains, the map and the base rules, unless the table
+static void add_set(struct batch *bt, const char *name, uint32_t set_id, uint32_t flags, uint32_t key_type,
+		    uint32_t key_len)
+{
+	struct nftnl_set *s = nftnl_set_alloc();
+	if (!s)
+		abort();
+	nftnl_set_set_str(s, NFTNL_SET_TABLE, NET_TABLE);
+	nftnl_set_set_str(s, NFTNL_SET_NAME, name);
+	nftnl_set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_INET);
+	nftnl_set_set_u32(s, NFTNL_SET_ID, set_id);
+	nftnl_set_set_u32(s, NFTNL_SET_FLAGS, flags);
+	nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, key_type); /* only for `nft list` */
+	nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, key_len);
+	if (flags & NFT_SET_MAP)
+		nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
+	struct nlmsghdr *nlh = batch_msg(bt, NFT_MSG_NEWSET, NLM_F_CREATE);
+	nftnl_set_nlmsg_build_payload(nlh, s);
+	batch_next(bt);
+	nftnl_set_free(s);
+}
+
+/* The table, its chains, the sets and the base rules, unless the table
  * exists: 0 made, 1 there already. */
 static int make_table(void)
 {
@@ -161,6 +187,7 @@ static int make_table(void)
 	if (!t)
 		abort();
 	nftnl_table_set_str(t, NFTNL_TABLE_NAME, NET_TABLE);
+	nftnl_table_set_data(t, NFTNL_TABLE_USERDATA, TABLE_VERSION, sizeof(TABLE_VERSION));
 	struct nlmsghdr *nlh = batch_msg(&bt, NFT_MSG_NEWTABLE, NLM_F_CREATE | NLM_F_EXCL);
 	nftnl_table_nlmsg_build_payload(nlh, t);
 	batch_next(&bt);
@@ -169,28 +196,72 @@ static int make_table(void)
 	add_chain(&bt, "forward", "filter", NF_INET_FORWARD, 0);
 	add_chain(&bt, "postrouting", "nat", NF_INET_POST_ROUTING, 100);
 	add_chain(&bt, "from_sb", NULL, 0, 0);
-	struct nftnl_set *s = nftnl_set_alloc();
-	if (!s)
-		abort();
-	nftnl_set_set_str(s, NFTNL_SET_TABLE, NET_TABLE);
-	nftnl_set_set_str(s, NFTNL_SET_NAME, "sandboxes");
-	nftnl_set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_INET);
-	nftnl_set_set_u32(s, NFTNL_SET_ID, MAP_ID);
-	nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_MAP);
-	nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, 41); /* nft's ifname type, for `nft list` */
-	nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, IFNAMSIZ);
-	nftnl_set_set_u32(s, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
-	nlh = batch_msg(&bt, NFT_MSG_NEWSET, NLM_F_CREATE);
-	nftnl_set_nlmsg_build_payload(nlh, s);
-	batch_next(&bt);
-	nftnl_set_free(s);
+	add_set(&bt, "sandboxes", MAP_ID, NFT_SET_MAP, 41 /* nft's ifname type */, IFNAMSIZ);
+	add_set(&bt, "dns", DNS_ID, 0, 7 /* nft's ipv4_addr type */, 4);
 	struct nft_rules l = { 0 };
-	sbx__nft_base_rules(&l, MAP_ID);
+	sbx__nft_base_rules(&l, MAP_ID, DNS_ID);
 	add_rules(&bt, &l);
 	sbx__nft_rules_free(&l);
 	int r = commit(&bt);
 	batch_free(&bt);
 	return r == -EEXIST ? 1 : r;
+}
+
+static int table_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct nftnl_table *t = nftnl_table_alloc();
+	if (!t)
+		abort();
+	if (nftnl_table_nlmsg_parse(nlh, t) == 0) {
+		uint32_t len = 0;
+		const void *ud = nftnl_table_get_data(t, NFTNL_TABLE_USERDATA, &len);
+		*(int *)data = ud && len == sizeof(TABLE_VERSION) && !memcmp(ud, TABLE_VERSION, len) ? 1 : -1;
+	}
+	nftnl_table_free(t);
+	return MNL_CB_OK;
+}
+
+/* One request and its replies: cb sees each. 0 or -errno. */
+static int query(struct nlmsghdr *nlh, uint32_t seq, mnl_cb_t cb, void *data)
+{
+	struct mnl_socket *nl = nf_open();
+	if (!nl)
+		return -errno;
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	int r = 0;
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		r = -errno;
+	while (r == 0) {
+		ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+		if (n < 0) {
+			r = errno == EAGAIN ? -ETIMEDOUT : -errno;
+			break;
+		}
+		int ret = mnl_cb_run(buf, (size_t)n, seq, mnl_socket_get_portid(nl), cb, data);
+		if (ret < 0)
+			r = -errno;
+		if (ret <= MNL_CB_STOP)
+			break;
+	}
+	mnl_socket_close(nl);
+	return r;
+}
+
+/* 1: the table is this version's; 0: another's; <0 error. */
+static int table_is_ours(void)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nftnl_table *t = nftnl_table_alloc();
+	if (!t)
+		abort();
+	nftnl_table_set_str(t, NFTNL_TABLE_NAME, NET_TABLE);
+	uint32_t seq = (uint32_t)time(NULL);
+	struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETTABLE, NFPROTO_INET, NLM_F_ACK, seq);
+	nftnl_table_nlmsg_build_payload(nlh, t);
+	nftnl_table_free(t);
+	int ours = 0;
+	int r = query(nlh, seq, table_cb, &ours);
+	return r < 0 ? r : ours == 1;
 }
 
 static struct nftnl_set *map_with(const char *id, int with_verdict)
@@ -215,30 +286,78 @@ static struct nftnl_set *map_with(const char *id, int with_verdict)
 	return s;
 }
 
+/* Nameservers this process has put in @dns (elements are never removed:
+ * the set only ever opens port 53 of resolvers the host configured). */
+static pthread_mutex_t dns_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t dns_known[16];
+static size_t n_dns_known;
+/* Whether this process made or saw the table; a table removed behind our
+ * back shows as -ENOENT on the next add, which makes it again. */
+static int table_ready;
+
+static int dns_is_known(uint32_t a)
+{
+	for (size_t i = 0; i < n_dns_known; i++)
+		if (dns_known[i] == a)
+			return 1;
+	return 0;
+}
+
 static int add_sandbox_once(const char *id, const struct net_plan *p)
 {
 	struct batch bt;
 	batch_init(&bt);
-	char chain[32];
-	snprintf(chain, sizeof(chain), "sb_%s", id);
-	add_chain(&bt, chain, NULL, 0, 0);
-	struct nft_rules l = { 0 };
-	sbx__nft_sandbox_rules(&l, id, p);
-	add_rules(&bt, &l);
-	sbx__nft_rules_free(&l);
-	struct nftnl_set *s = map_with(id, 1);
-	struct nlmsghdr *nlh = batch_msg(&bt, NFT_MSG_NEWSETELEM, NLM_F_CREATE | NLM_F_EXCL);
-	nftnl_set_elems_nlmsg_build_payload(nlh, s);
-	batch_next(&bt);
-	nftnl_set_free(s);
-	int r = commit(&bt);
+	pthread_mutex_lock(&dns_lock);
+	struct nftnl_set *ds = NULL;
+	for (size_t i = 0; i < p->n_dns; i++) {
+		if (dns_is_known(p->dns[i]))
+			continue;
+		if (!ds) {
+			ds = nftnl_set_alloc();
+			if (!ds)
+				abort();
+			nftnl_set_set_str(ds, NFTNL_SET_TABLE, NET_TABLE);
+			nftnl_set_set_str(ds, NFTNL_SET_NAME, "dns");
+			nftnl_set_set_u32(ds, NFTNL_SET_FAMILY, NFPROTO_INET);
+		}
+		struct nftnl_set_elem *e = nftnl_set_elem_alloc();
+		if (!e)
+			abort();
+		nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, &p->dns[i], 4);
+		nftnl_set_elem_add(ds, e);
+	}
+	pthread_mutex_unlock(&dns_lock);
+	if (ds) {
+		struct nlmsghdr *nlh = batch_msg(&bt, NFT_MSG_NEWSETELEM, NLM_F_CREATE);
+		nftnl_set_elems_nlmsg_build_payload(nlh, ds);
+		batch_next(&bt);
+		nftnl_set_free(ds);
+	}
+	if (sbx__nft_plan_needs_chain(p)) {
+		char chain[32];
+		snprintf(chain, sizeof(chain), "sb_%s", id);
+		add_chain(&bt, chain, NULL, 0, 0);
+		struct nft_rules l = { 0 };
+		sbx__nft_sandbox_rules(&l, id, p);
+		add_rules(&bt, &l);
+		sbx__nft_rules_free(&l);
+		struct nftnl_set *s = map_with(id, 1);
+		struct nlmsghdr *nlh = batch_msg(&bt, NFT_MSG_NEWSETELEM, NLM_F_CREATE | NLM_F_EXCL);
+		nftnl_set_elems_nlmsg_build_payload(nlh, s);
+		batch_next(&bt);
+		nftnl_set_free(s);
+	}
+	int r = bt.n ? commit(&bt) : 0;
 	batch_free(&bt);
+	if (r == 0 && ds) {
+		pthread_mutex_lock(&dns_lock);
+		for (size_t i = 0; i < p->n_dns; i++)
+			if (!dns_is_known(p->dns[i]) && n_dns_known < SBX_ARRAY_SIZE(dns_known))
+				dns_known[n_dns_known++] = p->dns[i];
+		pthread_mutex_unlock(&dns_lock);
+	}
 	return r;
 }
-
-/* Whether this process made or saw the table; a table removed behind our
- * back shows as -ENOENT on the next add, which makes it again. */
-static int table_ready;
 
 int sbx__nft_add_sandbox(const char *id, const struct net_plan *p, sbx_error **err)
 {
@@ -248,6 +367,16 @@ int sbx__nft_add_sandbox(const char *id, const struct net_plan *p, sbx_error **e
 			r = make_table();
 			if (r < 0)
 				return sbx_error_setsys(err, r, -r, "nftables: create table inet %s", NET_TABLE);
+			if (r == 1 && (r = table_is_ours()) <= 0)
+				return r < 0 ? sbx_error_setsys(err, r, -r, "nftables: read table inet %s", NET_TABLE)
+					     : sbx_error_set(err, -EEXIST,
+							     "nftables: table inet %s was made by another sbx version "
+							     "(want '%s'); when no internet sandbox runs, remove it: "
+							     "nft delete table inet %s",
+							     NET_TABLE, TABLE_VERSION, NET_TABLE);
+			pthread_mutex_lock(&dns_lock);
+			n_dns_known = 0;
+			pthread_mutex_unlock(&dns_lock);
 			__atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
 		}
 		r = add_sandbox_once(id, p);
@@ -283,25 +412,8 @@ int sbx__nft_has_sandbox(const char *id)
 	struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETCHAIN, NFPROTO_INET, NLM_F_ACK, seq);
 	nftnl_chain_nlmsg_build_payload(nlh, c);
 	nftnl_chain_free(c);
-	struct mnl_socket *nl = nf_open();
-	if (!nl)
-		return -errno;
-	int found = 0, r = 0;
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
-		r = -errno;
-	while (r == 0) {
-		ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-		if (n < 0) {
-			r = -errno;
-			break;
-		}
-		int ret = mnl_cb_run(buf, (size_t)n, seq, mnl_socket_get_portid(nl), chain_cb, &found);
-		if (ret < 0)
-			r = -errno;
-		if (ret <= MNL_CB_STOP)
-			break;
-	}
-	mnl_socket_close(nl);
+	int found = 0;
+	int r = query(nlh, seq, chain_cb, &found);
 	if (r == -ENOENT)
 		return 0;
 	return r < 0 ? r : found;
@@ -314,21 +426,16 @@ int sbx__nft_del_sandbox(const char *id, sbx_error **err)
 		return 1;
 	if (has < 0)
 		return sbx_error_setsys(err, has, -has, "nftables: look up the rules of sandbox %s", id);
+	/* One transaction, as the add was: the element (it refers to the
+	 * chain), the chain's rules (a chain with rules cannot go), the chain.
+	 * Each transaction that deletes costs an RCU grace period. */
 	struct batch bt;
 	batch_init(&bt);
-	/* The element refers to the chain, so it goes first; a chain with
-	 * rules cannot be deleted, so they are flushed before it. The element
-	 * may be gone already (a teardown cut short): its own batch. */
 	struct nftnl_set *s = map_with(id, 0);
 	struct nlmsghdr *nlh = batch_msg(&bt, NFT_MSG_DELSETELEM, 0);
 	nftnl_set_elems_nlmsg_build_payload(nlh, s);
 	batch_next(&bt);
 	nftnl_set_free(s);
-	int r = commit(&bt);
-	batch_free(&bt);
-	if (r < 0 && r != -ENOENT)
-		return sbx_error_setsys(err, r, -r, "nftables: remove sandbox %s from map @sandboxes", id);
-	batch_init(&bt);
 	char chain[32];
 	snprintf(chain, sizeof(chain), "sb_%s", id);
 	struct nftnl_rule *rl = nftnl_rule_alloc();
@@ -348,7 +455,7 @@ int sbx__nft_del_sandbox(const char *id, sbx_error **err)
 	batch_next(&bt);
 	nftnl_rule_free(rl);
 	nftnl_chain_free(c);
-	r = commit(&bt);
+	int r = commit(&bt);
 	batch_free(&bt);
 	if (r == -ENOENT)
 		return 1;

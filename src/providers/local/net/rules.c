@@ -10,24 +10,28 @@
  *                       iifname "sbx*" jump from_sb
  *                       oifname "sbx*" ct state established,related accept
  *                       oifname "sbx*" drop }
- *   chain from_sb     { oifname "sbx*" drop
+ *   chain from_sb     { oifname "sbx*" drop                 # another sandbox
  *                       meta nfproto ipv6 drop
- *                       iifname vmap @sandboxes
- *                       drop }
+ *                       fib saddr . iif oif missing drop     # spoofed source
+ *                       ip daddr @dns udp|tcp dport 53 accept
+ *                       ip daddr { 0/8, 127/8, 169.254/16, 224/4, 240/4 } drop
+ *                       iifname vmap @sandboxes             # egress lists
+ *                       accept }
  *   chain postrouting { type nat hook postrouting priority 100;
  *                       iifname "sbx*" oifname != "sbx*" masquerade }
  *
- * and each sandbox's chain sb_<id> (reached through @sandboxes, keyed by
- * its host end sbx<id>):
+ * A sandbox with egress lists (or SBX_NET_DENY_PRIVATE=1) also has chain
+ * sb_<id>, reached through @sandboxes by its host end's name:
  *
- *   ip saddr != <its address> drop            # no spoofing
- *   ip daddr <nameserver> udp|tcp dport 53 accept
- *   ip daddr { 0/8, 127/8, 169.254/16, 224/4, 240/4 } drop
  *   ip daddr <allow_out> accept ...
  *   ip daddr <deny_out> drop ...
  *   [drop]                                    # allow_out alone
  *   [ip daddr { 10/8, 172.16/12, 192.168/16, 100.64/10 } drop]
  *   accept
+ *
+ * A sandbox without lists has nothing of its own in the table: its create
+ * and destroy touch no nftables object (removing one costs the kernel an
+ * RCU grace period, tens of milliseconds on a small VM).
  *
  * Traffic from a sandbox to any host address (its host end, the host's
  * public ones, 127.0.0.1 through a crafted packet) is INPUT and dropped; to
@@ -142,7 +146,36 @@ static void ip_match(struct nftnl_rule *r, int src, const struct net_cidr *c, ui
 	cmp(r, op, &net, 4);
 }
 
-void sbx__nft_base_rules(struct nft_rules *l, uint32_t map_id)
+static void dns_rule(struct nft_rules *l, uint32_t dns_id, uint8_t proto)
+{
+	struct nftnl_rule *r = rule(l, "from_sb");
+	payload(r, NFT_PAYLOAD_NETWORK_HEADER, 16, 4);
+	struct nftnl_expr *e = expr(r, "lookup");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
+	nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, "dns");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SET_ID, dns_id);
+	meta(r, NFT_META_L4PROTO);
+	cmp(r, NFT_CMP_EQ, &proto, 1);
+	payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
+	uint16_t port = htons(53);
+	cmp(r, NFT_CMP_EQ, &port, 2);
+	verdict(r, NF_ACCEPT, NULL);
+}
+
+static void cidr_rule(struct nft_rules *l, const char *chain, uint32_t addr, uint8_t plen, int v)
+{
+	struct nftnl_rule *r = rule(l, chain);
+	struct net_cidr c = { addr, plen };
+	ip_match(r, 0, &c, NFT_CMP_EQ);
+	verdict(r, v, NULL);
+}
+
+static uint32_t ip4(unsigned a, unsigned b, unsigned c, unsigned d)
+{
+	return htonl(a << 24 | b << 16 | c << 8 | d);
+}
+
+void sbx__nft_base_rules(struct nft_rules *l, uint32_t map_id, uint32_t dns_id)
 {
 	struct nftnl_rule *r;
 	r = rule(l, "input");
@@ -172,17 +205,34 @@ void sbx__nft_base_rules(struct nft_rules *l, uint32_t map_id)
 	uint8_t v6 = NFPROTO_IPV6;
 	cmp(r, NFT_CMP_EQ, &v6, 1);
 	verdict(r, NF_DROP, NULL);
+	/* Strict reverse-path check: the source must route back out the link
+	 * it came in on, which only the sandbox's own /31 does. */
+	r = rule(l, "from_sb");
+	struct nftnl_expr *e = expr(r, "fib");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_FLAGS, NFTA_FIB_F_SADDR | NFTA_FIB_F_IIF);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_RESULT, NFT_FIB_RESULT_OIF);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_DREG, NFT_REG_1);
+	uint32_t zero = 0;
+	cmp(r, NFT_CMP_EQ, &zero, 4);
+	verdict(r, NF_DROP, NULL);
+	dns_rule(l, dns_id, IPPROTO_UDP);
+	dns_rule(l, dns_id, IPPROTO_TCP);
+	/* Never reachable, whatever the lists say: "this network", loopback,
+	 * link-local (cloud metadata), multicast, reserved and broadcast. */
+	cidr_rule(l, "from_sb", ip4(0, 0, 0, 0), 8, NF_DROP);
+	cidr_rule(l, "from_sb", ip4(127, 0, 0, 0), 8, NF_DROP);
+	cidr_rule(l, "from_sb", ip4(169, 254, 0, 0), 16, NF_DROP);
+	cidr_rule(l, "from_sb", ip4(224, 0, 0, 0), 4, NF_DROP);
+	cidr_rule(l, "from_sb", ip4(240, 0, 0, 0), 4, NF_DROP);
 	r = rule(l, "from_sb");
 	meta(r, NFT_META_IIFNAME);
-	struct nftnl_expr *e = expr(r, "lookup");
+	e = expr(r, "lookup");
 	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
 	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_DREG, NFT_REG_VERDICT);
 	nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, "sandboxes");
 	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SET_ID, map_id);
-	/* A link of ours without a chain (being set up or torn down) sends
-	 * nothing anywhere. */
 	r = rule(l, "from_sb");
-	verdict(r, NF_DROP, NULL);
+	verdict(r, NF_ACCEPT, NULL);
 
 	r = rule(l, "postrouting");
 	ifname_prefix(r, NFT_META_IIFNAME, NFT_CMP_EQ);
@@ -190,55 +240,20 @@ void sbx__nft_base_rules(struct nft_rules *l, uint32_t map_id)
 	expr(r, "masq");
 }
 
-static void dns_rule(struct nft_rules *l, const char *chain, uint32_t ns, uint8_t proto)
+int sbx__nft_plan_needs_chain(const struct net_plan *p)
 {
-	struct nftnl_rule *r = rule(l, chain);
-	struct net_cidr c = { ns, 32 };
-	ip_match(r, 0, &c, NFT_CMP_EQ);
-	meta(r, NFT_META_L4PROTO);
-	cmp(r, NFT_CMP_EQ, &proto, 1);
-	payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
-	uint16_t port = htons(53);
-	cmp(r, NFT_CMP_EQ, &port, 2);
-	verdict(r, NF_ACCEPT, NULL);
-}
-
-static void cidr_rule(struct nft_rules *l, const char *chain, uint32_t addr, uint8_t plen, int v)
-{
-	struct nftnl_rule *r = rule(l, chain);
-	struct net_cidr c = { addr, plen };
-	ip_match(r, 0, &c, NFT_CMP_EQ);
-	verdict(r, v, NULL);
-}
-
-static uint32_t ip4(unsigned a, unsigned b, unsigned c, unsigned d)
-{
-	return htonl(a << 24 | b << 16 | c << 8 | d);
+	return p->n_allow || p->n_deny || p->allow_only || p->deny_private;
 }
 
 void sbx__nft_sandbox_rules(struct nft_rules *l, const char *id, const struct net_plan *p)
 {
 	char chain[32];
 	snprintf(chain, sizeof(chain), "sb_%s", id);
-	struct nftnl_rule *r = rule(l, chain);
-	struct net_cidr self = { p->sb_addr, 32 };
-	ip_match(r, 1, &self, NFT_CMP_NEQ);
-	verdict(r, NF_DROP, NULL);
-	for (size_t i = 0; i < p->n_dns; i++) {
-		dns_rule(l, chain, p->dns[i], IPPROTO_UDP);
-		dns_rule(l, chain, p->dns[i], IPPROTO_TCP);
-	}
-	/* Never reachable, whatever the lists say: "this network", loopback,
-	 * link-local (cloud metadata), multicast, reserved and broadcast. */
-	cidr_rule(l, chain, ip4(0, 0, 0, 0), 8, NF_DROP);
-	cidr_rule(l, chain, ip4(127, 0, 0, 0), 8, NF_DROP);
-	cidr_rule(l, chain, ip4(169, 254, 0, 0), 16, NF_DROP);
-	cidr_rule(l, chain, ip4(224, 0, 0, 0), 4, NF_DROP);
-	cidr_rule(l, chain, ip4(240, 0, 0, 0), 4, NF_DROP);
 	for (size_t i = 0; i < p->n_allow; i++)
 		cidr_rule(l, chain, p->allow[i].addr, p->allow[i].plen, NF_ACCEPT);
 	for (size_t i = 0; i < p->n_deny; i++)
 		cidr_rule(l, chain, p->deny[i].addr, p->deny[i].plen, NF_DROP);
+	struct nftnl_rule *r;
 	if (p->allow_only) {
 		r = rule(l, chain);
 		verdict(r, NF_DROP, NULL);
