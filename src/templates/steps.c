@@ -375,10 +375,6 @@ static int run_step(struct build *b, struct state *st, const struct df_step *s, 
 	so.memory_mb = b->o->memory_mb;
 	so.storage_mb = b->o->storage_mb;
 	so.network = b->o->network_set ? b->o->network : SBX_NETWORK_INTERNET;
-	/* A step's upper dir becomes a shared layer, whose owners must be the
-	 * image's own ids, not a sandbox's shifted ones: builds keep host ids
-	 * until layer commits shift them back (docs/security.md). */
-	so.userns = SBX_USERNS_HOST;
 	if (s->network >= 0)
 		so.network = s->network ? SBX_NETWORK_INTERNET : SBX_NETWORK_NONE;
 	so.upper_dir = work;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../integration/common.h"
@@ -222,4 +223,53 @@ Test(userns, host_writes_belong_to_root_inside)
 	cr_assert_str_eq(out, "0\n0\nok\n");
 	free(out);
 	destroy(sb);
+}
+
+/* Template-build RUN steps (a task's Dockerfile) run in a user namespace
+ * too, and the layer they leave holds the image's own ids: root inside
+ * writes uid 0, `chown 1000` writes 1000, never the sandbox's host ids. */
+Test(userns, build_steps_run_unprivileged_and_keep_image_ids)
+{
+	char ctx[] = "/tmp/sbx-userns-build-XXXXXX";
+	cr_assert_not_null(mkdtemp(ctx));
+	char p[600];
+	snprintf(p, sizeof(p), "%s/Dockerfile", ctx);
+	FILE *f = fopen(p, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "FROM busybox\nENV NONCE=%d-%ld\n"
+		   "RUN cat /proc/self/uid_map > /map && touch /mine && touch /his && chown 1000:1000 /his\n",
+		(int)getpid(), (long)time(NULL));
+	fclose(f);
+	sbx_build_opts o = SBX_BUILD_OPTS_INIT;
+	o.context_dir = ctx;
+	o.slug = "userns-build";
+	sbx_build_result res;
+	memset(&res, 0, sizeof(res));
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_template_build(&res, rt, &o, &err), 0, "build: %s", err ? err->msg : "?");
+	sbx_image *img = NULL;
+	cr_assert_eq(sbx_image_get(&img, rt, res.alias, &err), 0, "image: %s", err ? err->msg : "?");
+	const char *top = img->layer_paths[img->n_layers - 1];
+	struct stat mine, his;
+	snprintf(p, sizeof(p), "%s/mine", top);
+	cr_assert_eq(stat(p, &mine), 0, "%s", p);
+	snprintf(p, sizeof(p), "%s/his", top);
+	cr_assert_eq(stat(p, &his), 0, "%s", p);
+	cr_assert_eq(mine.st_uid, 0, "the layer holds the build sandbox's host id %u", (unsigned)mine.st_uid);
+	cr_assert_eq(his.st_uid, 1000);
+	cr_assert_eq(his.st_gid, 1000);
+	snprintf(p, sizeof(p), "%s/map", top);
+	char map[128] = "";
+	f = fopen(p, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(map, sizeof(map), f));
+	fclose(f);
+	unsigned long in = 9, base = 0;
+	cr_assert_eq(sscanf(map, "%lu %lu", &in, &base), 2, "%s", map);
+	cr_assert_neq(base, 0, "the RUN step ran as host root: %s", map);
+	sbx_image_free(img);
+	free(res.alias);
+	free(res.digest);
+	snprintf(p, sizeof(p), "rm -rf '%s'", ctx);
+	cr_assert_eq(system(p), 0);
 }

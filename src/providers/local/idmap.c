@@ -160,28 +160,30 @@ static int holder_main(void *arg)
 	return 0;
 }
 
-static int write_map(pid_t pid, const char *which, uint32_t base)
+static int write_map(pid_t pid, const char *which, uint32_t base, int host_root)
 {
-	char path[64], map[64];
+	char path[64], map[96];
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, which);
-	int n = snprintf(map, sizeof(map), "0 %u %u\n", base, SLOT_IDS);
+	int n = host_root ? snprintf(map, sizeof(map), "0 %u %u\n%u 0 1\n", base, SLOT_IDS, SLOT_IDS)
+			  : snprintf(map, sizeof(map), "0 %u %u\n", base, SLOT_IDS);
 	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	return write(fd, map, (size_t)n) == n ? 0 : -errno;
 }
 
-/* A user namespace mapping 0..65535 to base..base+65535. */
-static int make_userns(uint32_t base, sbx_error **err)
+/* A user namespace mapping 0..65535 to base..base+65535 (and, with
+ * host_root, 65536 to host root: see sbx__idmap_upper_ns). */
+static int make_userns(uint32_t base, int host_root, sbx_error **err)
 {
 	char stack[8192] __attribute__((aligned(16)));
 	struct holder h = { 0 };
 	pid_t pid = clone(holder_main, stack + sizeof(stack), CLONE_NEWUSER | CLONE_VM, &h);
 	if (pid < 0)
 		return sbx_error_setsys(err, -errno, errno, "create a user namespace");
-	int r = write_map(pid, "uid_map", base);
+	int r = write_map(pid, "uid_map", base, host_root);
 	if (r == 0)
-		r = write_map(pid, "gid_map", base);
+		r = write_map(pid, "gid_map", base, host_root);
 	int fd = -1;
 	if (r == 0) {
 		char path[64];
@@ -211,13 +213,26 @@ int sbx__idmap_make(struct sbx_idmap *out, sbx_error **err)
 	if (lock < 0)
 		return lock;
 	uint32_t base = start + slot * SLOT_IDS;
-	int ns = make_userns(base, err);
+	int ns = make_userns(base, 0, err);
 	if (ns < 0) {
 		close(lock);
 		return ns;
 	}
 	*out = (struct sbx_idmap){ .userns = ns, .lock = lock, .base = base };
 	return 0;
+}
+
+/*
+ * A host upper dir (template builds) becomes a shared layer, so it must hold
+ * the image's own ids: the sandbox's overlay sees it through an idmapped
+ * mount of this namespace, which stores id base+N as N. Its one more entry
+ * maps 65536 to host root, because overlay creates its work files with the
+ * mounter's (host root's) credentials and an idmap must represent them. No
+ * process ever runs in this namespace; it only describes the mount.
+ */
+int sbx__idmap_upper_ns(uint32_t base, sbx_error **err)
+{
+	return make_userns(base, 1, err);
 }
 
 void sbx__idmap_close(struct sbx_idmap *m)

@@ -34,6 +34,9 @@ struct sbx_idmap {
 /* A free slot (locked) and a namespace mapping it. 0 or -errno. */
 int sbx__idmap_make(struct sbx_idmap *out, sbx_error **err);
 void sbx__idmap_close(struct sbx_idmap *m);
+/* O_RDONLY fd of a namespace that idmaps a host upper dir for a sandbox of
+ * this base (the dir keeps image ids), or -errno. */
+int sbx__idmap_upper_ns(uint32_t base, sbx_error **err);
 /* The pool of host ids slots come from: SBX_USERNS_RANGE, /etc/subuid's
  * `sbx` entry, or the default. */
 int sbx__idmap_range(uint32_t *start, uint32_t *count, sbx_error **err);

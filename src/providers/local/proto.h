@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define SBX_MSG_MAX (1u << 20)  /* argv + env of one exec must fit in 1 MiB */
-#define SBX_MSG_MAX_FDS 4
+#define SBX_MSG_MAX_FDS 6
 
 enum sbx_msg_type {
 	M_SETUP = 1,  /* host -> init at birth: rootfs and policy; fds: ctl listener, pids cg dir */
@@ -43,6 +43,8 @@ enum sbx_msg_tag {
 	                 user namespace and the id slot's lock (setup.c) */
 	T_NET_RAW,    /* M_SETUP: keep CAP_NET_RAW (spec net_raw) */
 	T_NOFILE,     /* M_SETUP: RLIMIT_NOFILE of every command */
+	T_UPPER_IDMAP, /* M_SETUP: the fds carry, after the id slot's lock, the
+	                  namespace that idmaps the host upper dir (setup.c) */
 };
 
 struct sbx_msg {

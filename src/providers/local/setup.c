@@ -97,6 +97,8 @@ static void build_setup(struct sbx_msg *m, char *buf, size_t cap, struct local_s
 	add_setup_env(m, img, o);
 	if (idm->userns >= 0)
 		sbx__msg_add_u64(m, T_ID_BASE, idm->base);
+	if (idm->userns >= 0 && o->upper_dir)
+		sbx__msg_add_u64(m, T_UPPER_IDMAP, 1);
 	if (o->net_raw)
 		sbx__msg_add_u64(m, T_NET_RAW, 1);
 	sbx__msg_add_u64(m, T_NOFILE, o->nofile_max ? o->nofile_max : DEFAULT_NOFILE);
@@ -124,11 +126,17 @@ int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const str
 		build_setup(&m, buf, cap, sb, prog, prog_len, img, idm, o);
 	}
 	/* fds: the listener, then (userns) the namespace and the id slot's
-	 * lock, then the exec cgroup dir if there is one. */
-	int fds[4] = { listener }, n = 1;
+	 * lock (and the upper dir's idmap), then the exec cgroup dir if any. */
+	int fds[SBX_MSG_MAX_FDS] = { listener }, n = 1;
+	_cleanup_close_ int upper_ns = -1;
 	if (idm->userns >= 0) {
 		fds[n++] = idm->userns;
 		fds[n++] = idm->lock;
+		if (o->upper_dir) {
+			if ((upper_ns = sbx__idmap_upper_ns(idm->base, err)) < 0)
+				return upper_ns;
+			fds[n++] = upper_ns;
+		}
 	}
 	int cg = sbx__cg_exec_dirfd(&sb->ctx->cg, sb->id);
 	/* init runs as the slot's root: the exec group is delegated to it, as

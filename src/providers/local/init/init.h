@@ -37,6 +37,7 @@ struct init_cfg {
 	int cg_fd;               /* pids (v1) or unified (v2) cgroup dir of this sandbox, or -1 */
 	int userns_fd;           /* user namespace to join after setup, or -1 (userns=host) */
 	int slot_fd;             /* flock'ed id slot, kept for life (frees the slot at death) */
+	int upper_ns_fd;         /* namespace idmapping the host upper dir, or -1 (-2: announced) */
 	uint32_t id_base;        /* host id of root inside (with userns_fd) */
 	int net_raw;             /* keep CAP_NET_RAW */
 	uint64_t nofile;         /* RLIMIT_NOFILE for commands, 0 = inherited */

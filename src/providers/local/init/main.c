@@ -168,6 +168,7 @@ static int parse_setup(struct init_cfg *cfg, const char *buf, size_t len)
 		case T_ID_BASE: cfg->id_base = (uint32_t)sbx__msg_u64(d, n); cfg->userns_fd = -2; break;
 		case T_NET_RAW: cfg->net_raw = sbx__msg_u64(d, n) == 1; break;
 		case T_NOFILE: cfg->nofile = sbx__msg_u64(d, n); break;
+		case T_UPPER_IDMAP: cfg->upper_ns_fd = -2; break;
 		case T_ENV:
 			if (nenv == INIT_MAX_ENV - 1)
 				return -E2BIG;
@@ -294,7 +295,7 @@ int main(void)
 	uint64_t t[6];
 	t[0] = init_now_us();
 	cfg.ctl_fd = fds[0];
-	cfg.userns_fd = cfg.slot_fd = -1;
+	cfg.userns_fd = cfg.slot_fd = cfg.upper_ns_fd = -1;
 	int r = parse_setup(&cfg, buf, (size_t)n);
 	if (r < 0)
 		fail("malformed setup message", -r);
@@ -306,6 +307,11 @@ int main(void)
 		cfg.userns_fd = fds[1];
 		cfg.slot_fd = fds[2];
 		next = 3;
+		if (cfg.upper_ns_fd == -2) {
+			if (nfds < 4)
+				fail("setup announces an upper-dir idmap but carries none", EPROTO);
+			cfg.upper_ns_fd = fds[next++];
+		}
 	}
 	cfg.cg_fd = nfds > next ? fds[next] : -1;
 	t[1] = init_now_us();

@@ -127,6 +127,21 @@ static int make_rw(struct init_cfg *cfg, char *upper, char *work, size_t n, char
 	int fresh = mkdir(upper, 0755) == 0;
 	if ((!fresh && errno != EEXIST) || (mkdir(work, 0700) < 0 && errno != EEXIST))
 		FAIL("create %s/upper and work", base);
+	if (cfg->upper_dir && cfg->upper_ns_fd >= 0) {
+		/* A host upper dir keeps the image's ids (it becomes a layer):
+		 * the overlay reaches it through an idmapped mount instead. */
+		static int ufd = -1;
+		ufd = (int)syscall(SYS_open_tree, AT_FDCWD, base, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (ufd < 0)
+			FAIL("open upper dir %s", base);
+		struct mount_attr at = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)cfg->upper_ns_fd };
+		if (syscall(SYS_mount_setattr, ufd, "", AT_EMPTY_PATH, &at, sizeof(at)) < 0)
+			FAIL("idmap upper dir %s", base);
+		close(cfg->upper_ns_fd);
+		snprintf(upper, n, "/proc/self/fd/%d/upper", ufd);
+		snprintf(work, n, "/proc/self/fd/%d/work", ufd);
+		return 0;
+	}
 	/* The upper dir is the merged root's inode: root inside owns "/". */
 	if (fresh && cfg->userns_fd >= 0 && chown(upper, cfg->id_base, cfg->id_base) < 0)
 		FAIL("give %s to the sandbox's root", upper);
