@@ -90,11 +90,19 @@ done
 # The runs: one python process spawns each `sbx exec` with its stdio set as
 # a user's shell would, and takes wall time and the CLI's own CPU (user + sys
 # from wait4: its pump thread included, the sandbox's processes not, they are
-# init's children). CPU is what the change adds; wall also moves with load.
+# init's children). The command's CPU comes from init's cutime + cstime
+# (init reaps it), in clock ticks, so only as a mean over a round's runs.
+# CPU is what the change adds; wall also moves with the host's load.
 python3 - "$OUT" "$WORK" "$N" "$ROUNDS" "${ID[before]}" "${ID[after]}" <<'EOF' || exit 1
-import os, subprocess, sys, time
+import json, os, subprocess, sys, time
 out, work, n, rounds, ids = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), \
     {"before": sys.argv[5], "after": sys.argv[6]}
+rows = json.loads(subprocess.check_output([f"{work}/bin/sbx-after", "ls", "--json"]))
+pid = {v: next(r["pid"] for r in rows if r["id"] == ids[v]) for v in ids}
+HZ = os.sysconf("SC_CLK_TCK")
+def child_cpu_ms(v):  # init's reaped children: user + system
+    f = open(f"/proc/{pid[v]}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[13]) + int(f[14])) * 1e3 / HZ
 HEAD = ["head", "-c", "10485760", "/dev/zero"]
 cases = {  # name: (command, stdin, stdout, runs per round)
     "true": (["true"], "/dev/null", "/dev/null", n),
@@ -120,9 +128,12 @@ for r in range(rounds):
         # Alternate which CLI goes first, so drift hits both alike.
         for v in (("before", "after") if r % 2 == 0 else ("after", "before")):
             once(v, cmd, i, o)  # warm-up
+            c0 = child_cpu_ms(v)
             with open(f"{out}/{c}-{v}.samples", "a") as f:
                 for _ in range(k):
                     f.write("%.4f %.4f\n" % once(v, cmd, i, o))
+            with open(f"{out}/{c}-{v}.cmdcpu", "a") as f:
+                f.write("%d %.1f\n" % (k, child_cpu_ms(v) - c0))
 EOF
 echo "load_end	$(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/host.tsv"
 
@@ -135,15 +146,21 @@ def load(c, v):
     return [float(r[0]) for r in rows], [float(r[1]) for r in rows]
 def d(a, b):
     return f"{a - b:+.2f} ({(a - b) / b * 100:+.0f} %)" if b else f"{a - b:+.2f}"
-print("| case | wall before ms | wall after ms | wall delta | CLI CPU before ms | CLI CPU after ms | CPU delta | runs each |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
+def cmd_cpu(c, v):  # mean ms per run
+    with open(f"{out}/{c}-{v}.cmdcpu") as f:
+        rows = [l.split() for l in f if l.strip()]
+    return sum(float(r[1]) for r in rows) / sum(int(r[0]) for r in rows)
+print("| case | wall before ms | wall after ms | wall delta | CLI CPU before | CLI CPU after | CLI CPU delta "
+      "| command CPU before | command CPU after | runs each |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for c in cases:
     (wb, cb), (wa, ca) = load(c, "before"), load(c, "after")
     mw = [statistics.median(x) for x in (wb, wa)]
     mc = [statistics.median(x) for x in (cb, ca)]
     print(f"| {c} | {mw[0]:.2f} | {mw[1]:.2f} | {d(mw[1], mw[0])} | {mc[0]:.2f} | {mc[1]:.2f} | "
-          f"{d(mc[1], mc[0])} | {len(wa)} |")
-print("\nMedians. CLI CPU = user + sys of the `sbx exec` process (wait4).")
+          f"{d(mc[1], mc[0])} | {cmd_cpu(c, 'before'):.2f} | {cmd_cpu(c, 'after'):.2f} | {len(wa)} |")
+print("\nms. Wall and CLI CPU (user + sys of the `sbx exec` process, from wait4): medians. "
+      "Command CPU (what ran in the sandbox, from init's reaped-children times): mean per run.")
 EOF
 echo
 cat "$OUT/host.tsv"

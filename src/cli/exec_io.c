@@ -42,6 +42,8 @@
  * long between wakeups instead, and the pipes hold what arrives meanwhile. */
 #define STREAM_NAP_NS 200000L
 #define PIPE_SIZE (1 << 20)
+/* The pump's frames are small (its buffers are in struct pump). */
+#define PUMP_STACK (256 * 1024)
 
 struct pump {
 	int out[2];        /* read ends: stdout, stderr (-1 when merged or at EOF) */
@@ -265,8 +267,13 @@ static int make_pipe(int *ours, int *theirs, int mine)
 
 int cli_exec_stdio(sbx_sandbox *sb, const sbx_exec_opts *base, enum cli_stdin in, int *timed_out)
 {
+	/* Fields one by one: zeroing the buffers would touch 32 pages that
+	 * splice(2) mostly never needs (a page fault each, per exec). */
 	struct pump *p = xmalloc(sizeof(*p));
-	*p = (struct pump){ .out = { -1, -1 }, .in_w = -1, .wake = -1, .splice_out = { 1, 1 }, .splice_in = 1 };
+	p->out[0] = p->out[1] = p->in_w = p->wake = -1;
+	p->splice_out[0] = p->splice_out[1] = p->splice_in = 1;
+	p->in_full = 0;
+	p->in_off = p->in_len = 0;
 	int theirs[3] = { -1, -1, -1 }; /* stdout, stderr, stdin ends for the command */
 	/* A closed 0, 1 or 2 would be reused by the pipes below, and we
 	 * would pump the command's output into its own stdin. */
@@ -275,18 +282,23 @@ int cli_exec_stdio(sbx_sandbox *sb, const sbx_exec_opts *base, enum cli_stdin in
 		if (nfd >= 0 && nfd != fd)
 			close(nfd);
 	}
-	int merged = same_file(STDOUT_FILENO, STDERR_FILENO), started = 0, code = EXIT_SBX;
+	int merged = same_file(STDOUT_FILENO, STDERR_FILENO), fwd = forward_stdin(in), started = 0;
+	int code = EXIT_SBX;
 	int ok = make_pipe(&p->out[0], &theirs[0], 0) == 0 &&
 		 (merged || make_pipe(&p->out[1], &theirs[1], 0) == 0) &&
 		 make_pipe(&p->in_w, &theirs[2], 1) == 0 && (p->wake = eventfd(0, EFD_CLOEXEC)) >= 0;
 	/* Without input the command still gets a pipe, at EOF at once: the
 	 * library would hand it the host's /dev/null, an inode of the host a
 	 * sandbox root could chmod through /proc/self/fd/0. */
-	if (!forward_stdin(in))
+	if (!fwd)
 		close_fd(&p->in_w);
 	pthread_t t;
-	if (ok && (errno = pthread_create(&t, NULL, pump_main, p)) == 0)
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, PUMP_STACK);
+	if (ok && (errno = pthread_create(&t, &attr, pump_main, p)) == 0)
 		started = 1;
+	pthread_attr_destroy(&attr);
 	if (!started) {
 		fprintf(stderr, "sbx exec: stdio pipes: %s\n", strerror(errno));
 		goto out;
