@@ -6,8 +6,9 @@
 # build-fuzz/crashes/<name>/. Prints executions, exec/s and crashes per
 # harness. See docs/fuzzing.md.
 #   scripts/fuzz.sh [HARNESS...]        default: all
-#   FUZZ_MINUTES=5  FUZZ_RUNS=N (stop after N executions instead)
+#   FUZZ_MINUTES=5  FUZZ_RUNS=N (also stop after N executions)
 #   FUZZ_MERGE=0    do not merge new inputs into the committed corpus
+#   FUZZ_NOBUILD=1  run the harnesses as built (no ninja)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${FUZZ_BUILD:-build-fuzz}
@@ -25,7 +26,9 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 targets=()
 for h in "${harnesses[@]}"; do targets+=("tests/fuzz/fuzz-$h"); done
-nice -n 15 ninja -C "$build" "${targets[@]}" >/dev/null || { echo "fuzz: build failed"; exit 1; }
+if [ "${FUZZ_NOBUILD:-0}" != 1 ]; then
+  nice -n 15 ninja -C "$build" "${targets[@]}" >/dev/null || { echo "fuzz: build failed"; exit 1; }
+fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_odr_violation=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -39,7 +42,7 @@ for h in "${harnesses[@]}"; do
   mkdir -p "$work" "$crashes"
   log="$build/fuzz-$h.log"
   limit=(-max_total_time=$((minutes * 60)))
-  [ -n "$runs" ] && limit=(-runs="$runs")
+  [ -n "$runs" ] && limit+=(-runs="$runs")
   # Fuzz into a scratch corpus seeded from the committed one.
   nice -n 15 "$exe" "${limit[@]}" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$crashes/" "$work" "$corpus" >"$log" 2>&1
@@ -49,12 +52,13 @@ for h in "${harnesses[@]}"; do
   found=$(find "$crashes" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)
   added=0
   if [ "$merge" = 1 ]; then
-    # Minimize what was found against the committed corpus, then commit at
+    # Minimize what was found against the committed corpus (edges only, no
+    # hit counters, for a small set), then commit at
     # most FUZZ_KEEP of the new inputs (smallest first) so it stays small.
     merged="$build/merged/$h"
     rm -rf "$merged" && mkdir -p "$merged"
     cp "$corpus"/* "$merged"/ 2>/dev/null
-    nice -n 15 "$exe" -merge=1 -max_len=8192 -timeout=10 "$merged" "$work" >>"$log" 2>&1 || true
+    nice -n 15 "$exe" -merge=1 -use_counters=0 -max_len=8192 -timeout=10 "$merged" "$work" >>"$log" 2>&1 || true
     while IFS= read -r f; do
       [ "$added" -ge "${FUZZ_KEEP:-40}" ] && break
       [ -e "$corpus/$(basename "$f")" ] && continue
