@@ -207,15 +207,22 @@ static int make_table(void)
 	return r == -EEXIST ? 1 : r;
 }
 
+struct table_info {
+	int ours;           /* made by this version */
+	uint64_t handle;    /* changes when the table is made again */
+};
+
 static int table_cb(const struct nlmsghdr *nlh, void *data)
 {
+	struct table_info *ti = data;
 	struct nftnl_table *t = nftnl_table_alloc();
 	if (!t)
 		abort();
 	if (nftnl_table_nlmsg_parse(nlh, t) == 0) {
 		uint32_t len = 0;
 		const void *ud = nftnl_table_get_data(t, NFTNL_TABLE_USERDATA, &len);
-		*(int *)data = ud && len == sizeof(TABLE_VERSION) && !memcmp(ud, TABLE_VERSION, len) ? 1 : -1;
+		ti->ours = ud && len == sizeof(TABLE_VERSION) && !memcmp(ud, TABLE_VERSION, len);
+		ti->handle = nftnl_table_get_u64(t, NFTNL_TABLE_HANDLE);
 	}
 	nftnl_table_free(t);
 	return MNL_CB_OK;
@@ -247,8 +254,8 @@ static int query(struct nlmsghdr *nlh, uint32_t seq, mnl_cb_t cb, void *data)
 	return r;
 }
 
-/* 1: the table is this version's; 0: another's; <0 error. */
-static int table_is_ours(void)
+/* 0 and what the table is, or -ENOENT when there is none. */
+static int table_query(struct table_info *ti)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct nftnl_table *t = nftnl_table_alloc();
@@ -259,9 +266,8 @@ static int table_is_ours(void)
 	struct nlmsghdr *nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETTABLE, NFPROTO_INET, NLM_F_ACK, seq);
 	nftnl_table_nlmsg_build_payload(nlh, t);
 	nftnl_table_free(t);
-	int ours = 0;
-	int r = query(nlh, seq, table_cb, &ours);
-	return r < 0 ? r : ours == 1;
+	memset(ti, 0, sizeof(*ti));
+	return query(nlh, seq, table_cb, ti);
 }
 
 static struct nftnl_set *map_with(const char *id, int with_verdict)
@@ -286,14 +292,13 @@ static struct nftnl_set *map_with(const char *id, int with_verdict)
 	return s;
 }
 
-/* Nameservers this process has put in @dns (elements are never removed:
- * the set only ever opens port 53 of resolvers the host configured). */
+/* Nameservers this process has put in @dns of the table with this handle
+ * (elements are never removed: the set only ever opens port 53 of
+ * resolvers the host configured). */
 static pthread_mutex_t dns_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t dns_known[16];
 static size_t n_dns_known;
-/* Whether this process made or saw the table; a table removed behind our
- * back shows as -ENOENT on the next add, which makes it again. */
-static int table_ready;
+static uint64_t dns_table;
 
 static int dns_is_known(uint32_t a)
 {
@@ -361,28 +366,33 @@ static int add_sandbox_once(const char *id, const struct net_plan *p)
 
 int sbx__nft_add_sandbox(const char *id, const struct net_plan *p, sbx_error **err)
 {
+	/* The table is looked up at every create (one netlink round trip): a
+	 * table someone deleted must not leave a new sandbox unfiltered. */
 	int r = 0;
-	for (int attempt = 0; attempt < 2; attempt++) {
-		if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE)) {
-			r = make_table();
-			if (r < 0)
+	for (int attempt = 0; attempt < 3; attempt++) {
+		struct table_info ti;
+		r = table_query(&ti);
+		if (r == -ENOENT) {
+			if ((r = make_table()) < 0)
 				return sbx_error_setsys(err, r, -r, "nftables: create table inet %s", NET_TABLE);
-			if (r == 1 && (r = table_is_ours()) <= 0)
-				return r < 0 ? sbx_error_setsys(err, r, -r, "nftables: read table inet %s", NET_TABLE)
-					     : sbx_error_set(err, -EEXIST,
-							     "nftables: table inet %s was made by another sbx version "
-							     "(want '%s'); when no internet sandbox runs, remove it: "
-							     "nft delete table inet %s",
-							     NET_TABLE, TABLE_VERSION, NET_TABLE);
-			pthread_mutex_lock(&dns_lock);
-			n_dns_known = 0;
-			pthread_mutex_unlock(&dns_lock);
-			__atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
+			continue;
 		}
+		if (r < 0)
+			return sbx_error_setsys(err, r, -r, "nftables: read table inet %s", NET_TABLE);
+		if (!ti.ours)
+			return sbx_error_set(err, -EEXIST,
+					     "nftables: table inet %s was made by another sbx version (want '%s'); when "
+					     "no internet sandbox runs, remove it: nft delete table inet %s",
+					     NET_TABLE, TABLE_VERSION, NET_TABLE);
+		pthread_mutex_lock(&dns_lock);
+		if (ti.handle != dns_table) {
+			n_dns_known = 0;
+			dns_table = ti.handle;
+		}
+		pthread_mutex_unlock(&dns_lock);
 		r = add_sandbox_once(id, p);
 		if (r != -ENOENT)
 			break;
-		__atomic_store_n(&table_ready, 0, __ATOMIC_RELEASE);
 	}
 	if (r == -E2BIG)
 		return sbx_error_set(err, -E2BIG, "sandbox %s: too many egress rules (at most %d)", id, NET_MAX_RULES);
