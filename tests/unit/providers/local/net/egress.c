@@ -49,6 +49,16 @@ Test(net_egress, lists)
 	cr_assert_not(p.allow_only, "with deny_out, allow entries only win over it");
 	sbx__net_plan_clear(&p);
 
+	/* Hostnames resolve on the host, now, to /32 entries. */
+	const char *names[] = { "localhost", NULL };
+	o.allow_out = names;
+	o.deny_out = NULL;
+	cr_assert_eq(sbx__net_plan_lists(&p, &o, NULL), 0);
+	cr_assert_eq(p.n_allow, 1);
+	cr_assert_eq(p.allow[0].addr, ip("127.0.0.1"));
+	cr_assert_eq(p.allow[0].plen, 32);
+	sbx__net_plan_clear(&p);
+
 	const char *bad[] = { "192.0.2.1", "x y", NULL };
 	o.allow_out = bad;
 	sbx_error *err = NULL;
