@@ -84,15 +84,40 @@ static void sync_ttl(struct srv_sandbox *s)
 	sbx_sandbox_set_timeout(s->sb, ttl, NULL);
 }
 
-/* The limits a sandbox of this server gets, as enforced: the configured
- * ones, else what "unlimited" means on this host (all CPUs, all memory) and
- * the local provider's default writable layer. */
+/* The memory limit the server asks for: --memory-mb, else the local
+ * provider's default rule (a quarter of the host's RAM, 256 MiB..8 GiB;
+ * SBX_DEFAULT_MEMORY overrides, 0 = none), passed explicitly so that what
+ * GET /sandboxes/{id} reports is what the cgroup enforces. 0 = unlimited. */
+static unsigned memory_mb(const struct server *srv)
+{
+	if (srv->cfg.memory_mb)
+		return srv->cfg.memory_mb;
+	const char *v = getenv("SBX_DEFAULT_MEMORY");
+	uint64_t bytes;
+	if (v && *v && sbx__parse_size(&bytes, v) == 0) {
+		if (strspn(v, "0123456789") == strlen(v))
+			bytes <<= 20; /* a bare number is MiB */
+		return (unsigned)(bytes >> 20);
+	}
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t mb = pages > 0 && psz > 0 ? ((uint64_t)pages * (uint64_t)psz >> 20) / 4 : 2048;
+	return (unsigned)(mb < 256 ? 256 : mb > 8192 ? 8192 : mb);
+}
+
+static unsigned storage_mb(const struct server *srv)
+{
+	return srv->cfg.storage_mb ? srv->cfg.storage_mb : SRV_LOCAL_STORAGE_MB;
+}
+
+/* The limits a sandbox of this server gets, as enforced: those it asked for,
+ * and for "unlimited" what that means on this host (every CPU, all memory). */
 static void limits(const struct server *srv, long *cpus, long long *mem_mb, long long *disk_mb)
 {
 	*cpus = srv->cfg.cpus > 0 ? (long)(srv->cfg.cpus + 0.999) : sysconf(_SC_NPROCESSORS_ONLN);
 	long long host_mb = (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE) >> 20;
-	*mem_mb = srv->cfg.memory_mb ? srv->cfg.memory_mb : host_mb;
-	*disk_mb = srv->cfg.storage_mb ? srv->cfg.storage_mb : SRV_LOCAL_STORAGE_MB;
+	unsigned m = memory_mb(srv);
+	*mem_mb = m ? m : host_mb;
+	*disk_mb = storage_mb(srv);
 }
 
 static json_t *sandbox_json(struct server *srv, struct srv_sandbox *s, int detail)
@@ -204,8 +229,8 @@ static void create(struct srv_req *r, int v2)
 	o.provider = "local";
 	o.image = image;
 	o.cpus = srv->cfg.cpus;
-	o.memory_mb = srv->cfg.memory_mb;
-	o.storage_mb = srv->cfg.storage_mb;
+	o.memory_mb = memory_mb(srv);
+	o.storage_mb = storage_mb(srv);
 	/* E2B's default is true; only --allow-internet grants it, and then as
 	 * the sandbox's own NATed network, never the host's (which would hand
 	 * it the host's loopback and the server's own traffic). */
