@@ -158,32 +158,40 @@ int sbx_sandbox_exec(sbx_exec_result *out, sbx_sandbox *sb, const sbx_exec_opts 
 void sbx_exec_result_free(sbx_exec_result *r);
 
 /**
- * Writes a file (binary safe), creating parent directories.
+ * Writes a file (binary safe), creating parent directories. Never blocks on
+ * what the sandbox put at `path`: a FIFO or device there is refused.
  * @param mode file mode, e.g. 0644.
- * @return 0, -ENOENT, -EACCES, -ENOSPC, -EISDIR.
+ * @return 0, -ENOENT, -EACCES, -ENOSPC, -EISDIR, -EINVAL (not a regular file).
  */
 int sbx_sandbox_write_file(sbx_sandbox *sb, const char *path, const void *data, size_t len,
 			   unsigned mode, sbx_error **err);
 
 /**
- * Reads a whole file.
+ * Reads a whole file. Never blocks: a FIFO, socket or device (also through a
+ * symlink) is refused.
  * @param data_out owned, NUL-terminated; free with free().
  * @param max refuse files larger than this (-EFBIG); 0 = 1 GiB.
- * @return 0, -ENOENT, -EISDIR, -EFBIG.
+ * @return 0, -ENOENT, -EISDIR, -EFBIG, -EINVAL (not a regular file).
  */
 int sbx_sandbox_read_file(void **data_out, size_t *len_out, sbx_sandbox *sb, const char *path,
 			  size_t max, sbx_error **err);
 
 /**
  * Copies a host file or directory tree into the sandbox at `dst` (tar semantics:
- * modes and symlinks kept).
- * @return 0, -ENOENT (src missing), -ENOSPC.
+ * modes and symlinks kept; FIFOs, sockets and devices skipped). A FIFO or
+ * device where a file would land is refused, a symlink there never followed.
+ * @return 0, -ENOENT (src missing), -ENOSPC, -EINVAL, -ELOOP.
  */
 int sbx_sandbox_upload(sbx_sandbox *sb, const char *src, const char *dst, sbx_error **err);
 
 /**
- * Copies a file or directory tree out of the sandbox to host path `dst`.
- * @return 0, -ENOENT (src missing in the sandbox), -EEXIST.
+ * Copies a file or directory tree out of the sandbox to host path `dst`, made
+ * safe for the host: owned by the caller, permission bits only (no set-id or
+ * sticky bits, no xattrs), no symlink leading out of the copied tree, no
+ * FIFO, socket or device (skipped inside a tree, logged as warnings). A
+ * symlink `src` is followed inside the sandbox.
+ * @return 0, -ENOENT (src missing in the sandbox), -EINVAL (src is a FIFO,
+ * socket or device), -ELOOP (a symlink where the copy lands).
  */
 int sbx_sandbox_download(sbx_sandbox *sb, const char *src, const char *dst, sbx_error **err);
 

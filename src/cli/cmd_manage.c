@@ -17,8 +17,14 @@
 static const char cp_help[] =
 	"usage: sbx cp SRC DST\n\n"
 	"Copy a file or directory tree between the host and a sandbox. Exactly one of\n"
-	"SRC and DST is ID:PATH (PATH absolute). Modes and symlinks are kept; into an\n"
-	"existing directory DST the copy lands as DST/basename(SRC).\n";
+	"SRC and DST is ID:PATH (PATH absolute). Into an existing directory DST the\n"
+	"copy lands as DST/basename(SRC); a symlink as DST's last component is never\n"
+	"followed. Uploads keep modes and symlinks. Downloads are made safe for the\n"
+	"host: files belong to you, with permission bits only (no setuid, setgid or\n"
+	"sticky bit, no xattrs or file capabilities, umask applied); a symlink SRC is\n"
+	"followed inside the sandbox; FIFOs, sockets and devices are refused (SRC) or\n"
+	"skipped with a warning (inside a tree), as are symlinks that would lead out\n"
+	"of the copied tree (absolute, or climbing out with ..).\n";
 
 static const char rm_help[] =
 	"usage: sbx rm ID... | sbx rm --all\n\n"
