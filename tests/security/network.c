@@ -25,6 +25,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../integration/common.h"
@@ -501,6 +502,36 @@ Test(internet, fifty_cycles_leave_nothing)
 	}
 	for (int i = 0; i < 50; i++)
 		assert_nothing_left(ids[i]);
+}
+
+/* Processes creating at the same moment (separate `sbx run`s, a server) get
+ * distinct address slots from the kernel and each its own chain. */
+Test(internet, concurrent_creators)
+{
+	pid_t kids[3];
+	for (int k = 0; k < 3; k++) {
+		kids[k] = fork();
+		if (kids[k] == 0) {
+			sbx_runtime *r2 = sbx_test_runtime();
+			for (int i = 0; i < 10; i++) {
+				sbx_sandbox_opts o = base_opts();
+				o.image = "busybox";
+				o.network = SBX_NETWORK_INTERNET;
+				o.deny_out = i % 2 ? some_list : NULL;
+				sbx_sandbox *sb = NULL;
+				if (sbx_sandbox_create(&sb, r2, &o, NULL) < 0 || sbx_sandbox_destroy(sb, NULL) < 0)
+					_exit(1);
+				sbx_sandbox_free(sb);
+			}
+			sbx_test_runtime_free(r2);
+			_exit(0);
+		}
+	}
+	for (int k = 0; k < 3; k++) {
+		int st = -1;
+		waitpid(kids[k], &st, 0);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "creator %d failed", k);
+	}
 }
 
 TestSuite(metadata, .init = meta_setup, .fini = net_teardown, .timeout = 300);
