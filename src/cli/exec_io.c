@@ -52,6 +52,7 @@ struct pump {
 	int splice_out[2]; /* 1 until splice(2) to our stdout/stderr is refused */
 	int splice_in;     /* 1 until splice(2) from our stdin is refused */
 	int in_full;       /* the stdin pipe was full at the last splice */
+	size_t drained;    /* output bytes moved since the exit status */
 	size_t in_off, in_len;
 	char in_buf[CHUNK];
 	char buf[CHUNK];
@@ -97,8 +98,10 @@ static int pump_out(struct pump *p, int i)
 	int to = i ? STDERR_FILENO : STDOUT_FILENO;
 	if (p->splice_out[i]) {
 		ssize_t n = splice(p->out[i], NULL, to, NULL, PIPE_SIZE, SPLICE_F_MOVE);
-		if (n > 0)
+		if (n > 0) {
+			p->drained += (size_t)n;
 			return n == PIPE_SIZE ? MOVED_CHUNK : MOVED_SOME;
+		}
 		if (n == 0 || errno == EPIPE) {
 			close_fd(&p->out[i]);
 			return MOVED_NONE;
@@ -115,6 +118,7 @@ static int pump_out(struct pump *p, int i)
 		close_fd(&p->out[i]);
 		return MOVED_NONE;
 	}
+	p->drained += (size_t)n;
 	return n == CHUNK ? MOVED_CHUNK : MOVED_SOME;
 }
 
@@ -177,7 +181,8 @@ static void *pump_main(void *arg)
 	sigaddset(&pipe_sig, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);
 	int exited = 0, streaming = 0;
-	double until = 0;
+	double until = 0, left = 0;
+	size_t budget = 0;
 	for (;;) {
 		struct pollfd pf[5];
 		int n = 0, oi[2] = { -1, -1 }, wi = -1, ri = -1, fi = -1, timeout = -1;
@@ -197,15 +202,19 @@ static void *pump_main(void *arg)
 				pf[n++] = (struct pollfd){ .fd = STDIN_FILENO, .events = POLLIN };
 			}
 		} else {
-			/* Background processes may hold the pipes for ever: take
-			 * what is there within the grace, then stop. */
-			double left = until - sbx__now_mono();
-			if (n == 0 || left <= 0)
+			/* What the command wrote before it exited is in the pipes,
+			 * at most their size, and goes out however slow our reader
+			 * is. Background processes may keep writing for ever: of
+			 * theirs, only what comes within the grace. */
+			left = until - sbx__now_mono();
+			if (n == 0 || (left <= 0 && p->drained >= budget))
 				break;
-			timeout = (int)(left * 1000) + 1;
+			timeout = left > 0 ? (int)(left * 1000) + 1 : 0;
 		}
 		int k = poll(pf, (nfds_t)n, timeout);
 		if (k < 0 && errno != EINTR)
+			break;
+		if (k == 0 && exited && left <= 0)
 			break;
 		if (k <= 0)
 			continue;
@@ -223,6 +232,11 @@ static void *pump_main(void *arg)
 		if (wi >= 0 && pf[wi].revents) {
 			exited = 1;
 			until = sbx__now_mono() + DRAIN_GRACE_S;
+			p->drained = 0;
+			for (int i = 0; i < 2; i++) {
+				int sz = p->out[i] >= 0 ? fcntl(p->out[i], F_GETPIPE_SZ) : 0;
+				budget += sz > 0 ? (size_t)sz : 0;
+			}
 		}
 		/* Data twice in a row is a stream, not one burst or a keystroke:
 		 * once a step ran dry, let the next chunks pile up. */
@@ -273,7 +287,7 @@ int cli_exec_stdio(sbx_sandbox *sb, const sbx_exec_opts *base, enum cli_stdin in
 	p->out[0] = p->out[1] = p->in_w = p->wake = -1;
 	p->splice_out[0] = p->splice_out[1] = p->splice_in = 1;
 	p->in_full = 0;
-	p->in_off = p->in_len = 0;
+	p->in_off = p->in_len = p->drained = 0;
 	int theirs[3] = { -1, -1, -1 }; /* stdout, stderr, stdin ends for the command */
 	/* A closed 0, 1 or 2 would be reused by the pipes below, and we
 	 * would pump the command's output into its own stdin. */

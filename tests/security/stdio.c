@@ -281,6 +281,41 @@ Test(stdio, interactive_flag_forwards_a_terminal)
 	done(sb);
 }
 
+Test(stdio, slow_reader_gets_all_output)
+{
+	sbx_sandbox *sb = sandbox();
+	/* The command exits with most of its 1 MB still in the CLI's pipe, and
+	 * our reader takes a chunk now and then: that is the command's output,
+	 * not a background process's, and must all arrive, however long after
+	 * the exit status (past the drain grace). */
+	int pp[2];
+	cr_assert_eq(pipe2(pp, O_CLOEXEC), 0);
+	char sbx[512], id[64];
+	snprintf(sbx, sizeof(sbx), "%s/src/cli/sbx", getenv("SBX_BUILD_ROOT"));
+	snprintf(id, sizeof(id), "%s", sbx_sandbox_id(sb));
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(pp[1], 1);
+		execl(sbx, "sbx", "exec", id, "--", "head", "-c", "1000000", "/dev/zero", (char *)NULL);
+		_exit(127);
+	}
+	close(pp[1]);
+	size_t total = 0;
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(pp[0], buf, sizeof(buf))) > 0) {
+		total += (size_t)n;
+		usleep(20 * 1000);
+	}
+	close(pp[0]);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "sbx exec: status %d", st);
+	cr_expect_eq(total, 1000000u, "got %zu bytes", total);
+	done(sb);
+}
+
 Test(stdio, output_and_input_are_pumped)
 {
 	sbx_sandbox *sb = sandbox();
