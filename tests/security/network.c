@@ -551,10 +551,11 @@ Test(metadata, link_local_unreachable)
 
 /* Attack 1: a packet socket is how a sandbox sniffed the server's secrets.
  * None in the default mode, none with internet. */
-static void no_packet_socket(sbx_network mode)
+static void no_packet_socket(sbx_network mode, sbx_userns userns)
 {
 	sbx_sandbox_opts o = base_opts();
 	o.network = mode;
+	o.userns = userns;
 	sbx_sandbox *sb = sbx_test_sandbox(rt, &o);
 	upload_probe(sb);
 	int code = -1;
@@ -568,10 +569,16 @@ TestSuite(packet, .init = setup, .fini = teardown, .timeout = 120);
 
 Test(packet, none_mode)
 {
-	no_packet_socket(SBX_NETWORK_NONE);
+	no_packet_socket(SBX_NETWORK_NONE, SBX_USERNS_PRIVATE);
 }
 
 Test(packet, internet_mode)
 {
-	no_packet_socket(SBX_NETWORK_INTERNET);
+	no_packet_socket(SBX_NETWORK_INTERNET, SBX_USERNS_PRIVATE);
+}
+
+/* Root inside is host root here: only the capability set keeps NET_RAW out. */
+Test(packet, internet_mode_with_host_userns)
+{
+	no_packet_socket(SBX_NETWORK_INTERNET, SBX_USERNS_HOST);
 }
