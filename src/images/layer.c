@@ -45,6 +45,8 @@ struct job {
 	int (*fn)(struct job *j);
 	const char *dir;            /* target directory (cwd of the thread) */
 	const char *src;            /* source file or directory (absolute) */
+	int src_fd;                 /* unpack jobs: the archive, if src_open */
+	bool src_open;
 	bool layer;                 /* owners, whiteout conversion */
 	sbx_stream st;              /* tar jobs: the hashed source stream */
 	sbx_error *err;
@@ -205,12 +207,15 @@ static int layer_special(struct job *j, struct archive *disk, struct archive_ent
 	return r < 0 ? r : 1;
 }
 
-/* Extracts every entry of `in` into the current directory. */
+/* Extracts every entry of `in` into the current directory. Layers get
+ * what sanitize.c allows; unpacking keeps files, directories and symlinks
+ * only, without owners, modes beyond the umask, or xattrs. */
 static int extract_entries(struct job *j, struct archive *in)
 {
 	_cleanup_(archive_freep) struct archive *disk = archive_write_disk_new();
 	archive_write_disk_set_options(disk, j->layer ? LAYER_FLAGS : UNPACK_FLAGS);
 	char **opaque = NULL;
+	char **skipped = xcalloc(1, sizeof(char *)); /* dropped devices, for hardlinks to them */
 	struct archive_entry *e;
 	int ar, r = 0;
 	while (r == 0 && ((ar = archive_read_next_header(in, &e)) == ARCHIVE_OK || ar == ARCHIVE_WARN)) {
@@ -228,6 +233,10 @@ static int extract_entries(struct job *j, struct archive *in)
 			r = special;
 		if (special)
 			continue;
+		if (j->layer && !sbx__image_entry_sanitize(e)) {
+			sbx__strv_push(&skipped, path);
+			continue;
+		}
 		const char *hl = archive_entry_hardlink(e);
 		if (hl) {
 			_cleanup_free_ char *link = xstrdup(strip_dot(hl));
@@ -235,6 +244,8 @@ static int extract_entries(struct job *j, struct archive *in)
 				r = sbx_error_set(&j->err, -EINVAL, "unsafe hardlink '%s' -> '%s'", path, hl);
 				break;
 			}
+			if (sbx__strv_contains(skipped, link))
+				continue;
 			archive_entry_set_hardlink(e, link);
 		}
 		archive_entry_set_pathname(e, path);
@@ -256,6 +267,7 @@ static int extract_entries(struct job *j, struct archive *in)
 	if (r == 0)
 		r = set_opaque(opaque, &j->err);
 	sbx__strv_free(opaque);
+	sbx__strv_free(skipped);
 	return r;
 }
 
@@ -273,7 +285,8 @@ static int unpack_job(struct job *j)
 	archive_read_support_filter_all(in);
 	archive_read_support_format_tar(in);
 	int r = 0;
-	if (archive_read_open_filename(in, j->src, 65536) != ARCHIVE_OK)
+	if ((j->src_open ? archive_read_open_fd(in, j->src_fd, 65536)
+			 : archive_read_open_filename(in, j->src, 65536)) != ARCHIVE_OK)
 		r = sbx_error_set(&j->err, -EINVAL, "%s", archive_error_string(in));
 	else
 		r = extract_entries(j, in);
@@ -286,6 +299,13 @@ int sbx__image_unpack_archive(const char *path, const char *dest, sbx_error **er
 	struct job j = { .fn = unpack_job, .dir = dest, .src = path };
 	int r = run_job(&j, err);
 	return r < 0 ? sbx_error_prefix(err, r, "unpack %s", path) : 0;
+}
+
+int sbx__image_unpack_archive_fd(int fd, const char *label, const char *dest, sbx_error **err)
+{
+	struct job j = { .fn = unpack_job, .dir = dest, .src = label, .src_fd = fd, .src_open = true };
+	int r = run_job(&j, err);
+	return r < 0 ? sbx_error_prefix(err, r, "unpack %s", label) : 0;
 }
 
 /* ---- finishing a layer ----------------------------------------------------- */

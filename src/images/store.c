@@ -71,16 +71,35 @@ bool sbx__image_layer_exists(sbx_runtime *rt, const char *digest)
 	return access(meta, F_OK) == 0;
 }
 
+/* Only root reaches into the store: layers are the images' files, owned by
+ * the images' users, and a host user must not get at them. */
+static int store_root(sbx_runtime *rt, sbx_error **err)
+{
+	const char *dir = sbx_runtime_image_dir(rt);
+	int r = sbx__mkdir_p(dir, 0700, err);
+	if (r < 0)
+		return sbx_error_prefix(err, r, "image store");
+	struct stat st;
+	if (stat(dir, &st) < 0)
+		return sbx_error_setsys(err, -errno, errno, "image store %s", dir);
+	if ((st.st_mode & 07777) != 0700 && chmod(dir, 0700) < 0)
+		return sbx_error_setsys(err, -errno, errno, "image store %s: chmod 0700", dir);
+	return 0;
+}
+
 int sbx__image_store_init(sbx_runtime *rt, sbx_error **err)
 {
+	int r = store_root(rt, err);
+	if (r < 0)
+		return r;
 	const char *sub[] = { "layers/sha256", "images", "tmp" };
 	for (size_t i = 0; i < SBX_ARRAY_SIZE(sub); i++) {
 		_cleanup_free_ char *p = xasprintf("%s/%s", sbx_runtime_image_dir(rt), sub[i]);
-		int r = sbx__mkdir_p(p, 0755, err);
+		r = sbx__mkdir_p(p, 0755, err);
 		if (r < 0)
 			return sbx_error_prefix(err, r, "image store");
 	}
-	return 0;
+	return sbx__image_store_scrub(rt, err);
 }
 
 int sbx__image_store_lock(int *fd_out, sbx_runtime *rt, bool exclusive, sbx_error **err)

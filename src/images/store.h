@@ -29,7 +29,9 @@ bool sbx__image_digest_valid(const char *digest);
 char *sbx__image_layer_dir(sbx_runtime *rt, const char *digest);
 /* True when the layer is complete in the store (its meta.json exists). */
 bool sbx__image_layer_exists(sbx_runtime *rt, const char *digest);
-/* Creates layers/, layers/sha256/, images/ and tmp/ under the store. */
+/* Creates the store root (mode 0700, tightened when it is looser), layers/,
+ * layers/sha256/, images/ and tmp/, and scrubs layers stored before layers
+ * were sanitized (once; sanitize.c). */
 int sbx__image_store_init(sbx_runtime *rt, sbx_error **err);
 /*
  * Takes the store lock: shared for importers (many at once), exclusive for
@@ -76,10 +78,26 @@ int sbx__image_layer_from_dir(char **digest_out, sbx_runtime *rt, const char *di
  * used to unpack OCI-layout and docker-save archives before importing them.
  */
 int sbx__image_unpack_archive(const char *path, const char *dest, sbx_error **err);
+/* The same for an archive open as FD (borrowed; LABEL names it in errors). */
+int sbx__image_unpack_archive_fd(int fd, const char *label, const char *dest, sbx_error **err);
 /* sha256 of a whole file as "sha256:<hex>" (owned). */
 int sbx__image_sha256_file(char **digest_out, const char *path, sbx_error **err);
 /* sha256 of a buffer as "sha256:<hex>" (owned). */
 char *sbx__image_sha256_buf(const void *data, size_t len);
+
+/* ---- sanitize.c: what a layer may hold ------------------------------------ */
+
+struct archive_entry;
+/*
+ * Makes entry E safe to store in a layer: clears setuid/setgid bits (except
+ * on directories) and drops security.* xattrs (file capabilities). Returns
+ * false for an entry to skip: a block device or a character device other
+ * than an overlayfs whiteout (0/0).
+ */
+bool sbx__image_entry_sanitize(struct archive_entry *e);
+/* Applies the same rule to every layer already in the store, once (a marker
+ * file in the store root records it). */
+int sbx__image_store_scrub(sbx_runtime *rt, sbx_error **err);
 
 /* ---- import.c: format detection, OCI image layout, docker save ------------ */
 

@@ -10,10 +10,13 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <sbx/image.h>
@@ -113,7 +116,26 @@ static char *files_path(struct server *srv, const char *hash)
 	return xasprintf("%s/server/build-files/%s.tar.gz", srv->cfg.state_dir, hash);
 }
 
-/* Extracts a COPY tarball under dir, refusing absolute and ".." paths. */
+/* A hardlink target: an entry already extracted below DIR, reached without
+ * any symlink, that is a regular file. */
+static bool hardlink_ok(const char *dir, const char *target)
+{
+	_cleanup_close_ int root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	_cleanup_close_ int fd = root < 0 ? -1 : (int)syscall(SYS_openat2, root, target, &how, sizeof(how));
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/*
+ * Extracts a COPY tarball under dir. The client is not trusted with the
+ * host: paths must be relative without "..", only files, directories,
+ * symlinks and hardlinks to files in the tarball are created (no devices,
+ * FIFOs or sockets), modes lose setuid/setgid/sticky, owners and xattrs are
+ * not restored. Symlinks are kept as they are: the build resolves them
+ * inside its context only (templates/context.c).
+ */
 static int extract(const char *tarball, const char *dir, sbx_error **err)
 {
 	struct archive *a = archive_read_new();
@@ -132,27 +154,36 @@ static int extract(const char *tarball, const char *dir, sbx_error **err)
 	}
 	struct archive_entry *e;
 	while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
-		const char *p = archive_entry_pathname(e);
-		if (!p || p[0] == '/' || strstr(p, "..")) {
+		const char *name = archive_entry_pathname(e);
+		if (!name || name[0] == '/' || strstr(name, "..")) {
 			r = sbx_error_set(err, -EINVAL, "unsafe path in COPY archive");
 			goto out;
 		}
+		_cleanup_free_ char *p = xstrdup(name);
+		const char *hl = archive_entry_hardlink(e);
+		mode_t type = archive_entry_filetype(e);
+		if (!hl && type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
+			r = sbx_error_set(err, -EINVAL, "COPY archive entry '%s': only files, directories and "
+					  "links are allowed", p);
+			goto out;
+		}
+		if (hl && (hl[0] == '/' || strstr(hl, "..") || !hardlink_ok(dir, hl))) {
+			r = sbx_error_set(err, -EINVAL, "COPY archive entry '%s': a hardlink must name a regular "
+					  "file earlier in the archive, not through a symlink", p);
+			goto out;
+		}
+		archive_entry_set_perm(e, archive_entry_perm(e) & 0777);
+		archive_entry_xattr_clear(e);
 		char *full = xasprintf("%s/%s", dir, p);
 		archive_entry_set_pathname(e, full);
 		free(full);
-		const char *hl = archive_entry_hardlink(e);
-		if (hl && (hl[0] == '/' || strstr(hl, ".."))) {
-			r = sbx_error_set(err, -EINVAL, "unsafe hardlink in COPY archive");
-			goto out;
-		}
 		if (hl) {
 			char *h = xasprintf("%s/%s", dir, hl);
 			archive_entry_set_hardlink(e, h);
 			free(h);
 		}
 		if (archive_write_header(w, e) != ARCHIVE_OK) {
-			r = sbx_error_set(err, -EIO, "extract COPY archive entry %s: %s", archive_entry_pathname(e),
-					  archive_error_string(w));
+			r = sbx_error_set(err, -EIO, "extract COPY archive entry %s: %s", p, archive_error_string(w));
 			goto out;
 		}
 		const void *buf;

@@ -392,9 +392,7 @@ static int prepare(struct build *b, sbx_runtime *rt, const sbx_build_opts *o, sb
 	_cleanup_free_ char *df = o->dockerfile ? xstrdup(o->dockerfile) : xasprintf("%s/Dockerfile", real);
 	_cleanup_free_ char *text = NULL;
 	size_t len;
-	if (access(df, F_OK) < 0)
-		return sbx_error_setsys(err, -errno, errno, "Dockerfile %s", df);
-	int r = sbx__read_file(&text, &len, df, SBX_DF_MAX, err);
+	int r = sbx__ctx_read_dockerfile(&text, &len, real, o->dockerfile, err);
 	if (r < 0)
 		return r;
 	const char *label = strrchr(df, '/') ? strrchr(df, '/') + 1 : df;

@@ -94,7 +94,7 @@ int sbx__step_copy_digest(struct build *b, const struct df_step *s, size_t stage
 			const char *rel = files[i][cl] ? files[i] + cl + 1 : "";
 			EVP_DigestUpdate(md, "\nSRC ", 5);
 			EVP_DigestUpdate(md, rel, strlen(rel) + 1);
-			r = sbx__ctx_hash(md, files[i], rel, b->ig, b->err);
+			r = sbx__ctx_hash(md, b->context, rel, b->ig, b->err);
 		}
 		sbx__strv_free(files);
 		if (r < 0)
@@ -238,10 +238,43 @@ static int source_files(char ***out, struct build *b, const struct df_step *s, s
 	return r;
 }
 
-static bool is_dir(const char *p)
+/* Where source file F (from source_files) resolves: the context and F's
+ * path in it, or for --from the export directory and F's name. Symlinks in
+ * the source resolve inside that root only (ctxcopy.c). *root_out owned. */
+static const char *src_root(char **root_out, const struct build *b, const struct df_step *s,
+			    const char *f)
 {
+	if (s->from) {
+		*root_out = xstrndup(f, (size_t)(base_name(f) - f - 1));
+		return base_name(f);
+	}
+	size_t cl = strlen(b->context);
+	*root_out = xstrdup(b->context);
+	return f[cl] ? f + cl + 1 : "";
+}
+
+static bool is_dir(const struct build *b, const struct df_step *s, const char *f)
+{
+	_cleanup_free_ char *root = NULL;
+	const char *rel = src_root(&root, b, s, f);
 	struct stat st;
-	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+	return sbx__ctx_stat(&st, root, rel) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_archive(const struct build *b, const struct df_step *s, const char *f)
+{
+	_cleanup_free_ char *root = NULL;
+	const char *rel = src_root(&root, b, s, f);
+	return sbx__ctx_is_archive(root, rel);
+}
+
+static int copy_src(struct build *b, const struct df_step *s, const char *f, const char *dst, bool archive,
+		    struct copy_opts *co)
+{
+	_cleanup_free_ char *root = NULL;
+	const char *rel = src_root(&root, b, s, f);
+	co->rel = s->from ? NULL : rel;
+	return archive ? sbx__ctx_extract(root, rel, dst, co, b->err) : sbx__ctx_copy(root, rel, dst, co, b->err);
 }
 
 static bool is_heredoc(const struct df_step *s, size_t i)
@@ -258,13 +291,11 @@ static int copy_into(struct build *b, const struct state *st, const struct df_st
 		_cleanup_free_ char *p = xasprintf("%s/%s", top, h->name);
 		return write_heredoc(b, st, s, h, p, co);
 	}
-	size_t cl = strlen(b->context);
 	int r = 0;
 	for (size_t k = 0; files && files[k] && r == 0; k++) {
 		const char *f = files[k];
-		co->rel = s->from ? NULL : (f[cl] ? f + cl + 1 : "");
-		_cleanup_free_ char *target = is_dir(f) ? xstrdup(top) : xasprintf("%s/%s", top, base_name(f));
-		r = archive ? sbx__ctx_extract(f, top, co, b->err) : sbx__ctx_copy(f, target, co, b->err);
+		_cleanup_free_ char *target = is_dir(b, s, f) ? xstrdup(top) : xasprintf("%s/%s", top, base_name(f));
+		r = copy_src(b, s, f, archive ? top : target, archive, co);
 	}
 	return r;
 }
@@ -299,9 +330,9 @@ static int copy_layer(struct build *b, struct state *st, const struct df_step *s
 	}
 	const char *wd = st->cfg.workdir && *st->cfg.workdir ? st->cfg.workdir : "/";
 	_cleanup_free_ char *dst = s->dst[0] == '/' ? xstrdup(s->dst) : join_path(wd, s->dst);
-	bool one_dir = r == 0 && n_files == 1 && files[0] && is_dir(files[0][0]);
+	bool one_dir = r == 0 && n_files == 1 && files[0] && is_dir(b, s, files[0][0]);
 	bool archive = r == 0 && s->kind == DF_ADD && n_files == 1 && files[0] && !one_dir &&
-		       sbx__ctx_is_archive(files[0][0]);
+		       is_archive(b, s, files[0][0]);
 	struct lnode dn = { 0 };
 	if (r == 0)
 		r = sbx__lview_resolve(&dn, &v, dst, true, b->err);
@@ -325,9 +356,7 @@ static int copy_layer(struct build *b, struct state *st, const struct df_step *s
 		if (r == 0 && is_heredoc(s, 0)) {
 			r = write_heredoc(b, st, s, heredoc_of(s, s->srcs[0]), target, &co);
 		} else if (r == 0) {
-			size_t cl = strlen(b->context);
-			co.rel = s->from ? NULL : (files[0][0][cl] ? files[0][0] + cl + 1 : "");
-			r = sbx__ctx_copy(files[0][0], target, &co, b->err);
+			r = copy_src(b, s, files[0][0], target, false, &co);
 		}
 	}
 	strvv_free(files, n_src);

@@ -160,7 +160,8 @@ int sbx__lview_export(const struct lview *v, const struct lnode *n, const char *
 int sbx__lview_mkparents(const struct lview *v, const char *staging, const char *canon,
 			 sbx_error **err);
 
-/* context.c: the build context. */
+/* context.c: the build context. Paths are resolved inside a root directory
+ * (the context, or a tree exported for COPY --from) as if it were '/'. */
 struct ctx_ignore;
 int sbx__ctx_ignore_load(struct ctx_ignore **out, const char *context_dir, sbx_error **err);
 void sbx__ctx_ignore_free(struct ctx_ignore *ig);
@@ -169,13 +170,32 @@ bool sbx__ctx_ignored(const struct ctx_ignore *ig, const char *rel);
 /* Glob match of a path against a .dockerignore pattern ('**' spans directories). */
 bool sbx__ctx_match(const char *pattern, const char *rel);
 /* Expands COPY sources against the context: relative paths, wildcards;
- * every result is "<context>/<rel>" (owned strv). -ENOENT names the missing source. */
+ * every result is "<context>/<rel>" (owned strv), REL as written (cleaned),
+ * not resolved. -ENOENT names the missing source, or the symlink that leads
+ * out of the context. */
 int sbx__ctx_sources(char ***out, const char *context_dir, const struct ctx_ignore *ig,
 		     char *const *srcs, sbx_error **err);
-/* Adds paths, types, modes and bytes of SRC (a file or tree) to the digest,
+/* Reads the Dockerfile: PATH as given (like `docker build -f`), else
+ * "Dockerfile" inside the context. -EINVAL when it is not a regular file
+ * (never blocks on a FIFO). */
+int sbx__ctx_read_dockerfile(char **out, size_t *len, const char *context_dir, const char *path,
+			     sbx_error **err);
+/* O_PATH fd of directory DIR (the root lookups start from). */
+int sbx__ctx_open_root(const char *dir, sbx_error **err);
+/* openat2(RESOLVE_IN_ROOT) of REL below ROOT: an fd or -errno. */
+int sbx__ctx_open_in(int root, const char *rel, int flags, bool follow);
+/* REL as a regular file opened for reading, O_NONBLOCK; -errno, -EINVAL. */
+int sbx__ctx_open_file(int root, const char *rel);
+/* Sorted entry names of the directory open as DFD (owned strv). */
+char **sbx__ctx_sorted_entries(int dfd);
+
+/* ctxcopy.c: reading sources. ROOT_DIR is the directory REL resolves in. */
+/* Adds paths, types, modes and bytes of REL (a file or tree) to the digest,
  * in sorted order, skipping ignored entries (ig may be NULL). */
-int sbx__ctx_hash(EVP_MD_CTX *md, const char *src, const char *rel, const struct ctx_ignore *ig,
+int sbx__ctx_hash(EVP_MD_CTX *md, const char *root_dir, const char *rel, const struct ctx_ignore *ig,
 		  sbx_error **err);
+/* stat of REL, a final symlink followed inside ROOT_DIR; 0 or -errno. */
+int sbx__ctx_stat(struct stat *st, const char *root_dir, const char *rel);
 
 /* How copied files are written. */
 struct copy_opts {
@@ -183,16 +203,18 @@ struct copy_opts {
 	gid_t gid;
 	bool chown;                 /* apply uid/gid (else 0:0) */
 	int chmod;                  /* -1 = keep */
-	bool follow_top;            /* follow a symlink given as the source itself */
+	bool follow_top;            /* follow a symlink given as the source itself (inside the root) */
 	const struct ctx_ignore *ig;
-	const char *rel;            /* path of src relative to the context (for ig) */
+	const char *rel;            /* path of src relative to the context (for ig), or NULL */
 };
-/* Copies file or tree SRC to DST (a tree's contents into directory DST). */
-int sbx__ctx_copy(const char *src, const char *dst, const struct copy_opts *o, sbx_error **err);
-/* True when PATH is a tar archive (plain or compressed) that ADD extracts. */
-bool sbx__ctx_is_archive(const char *path);
-/* Extracts archive PATH into directory DST (owners from o when chown). */
-int sbx__ctx_extract(const char *path, const char *dst, const struct copy_opts *o,
-		     sbx_error **err);
+/* Copies file or tree REL to DST (a tree's contents into directory DST);
+ * symlinks below the top are copied as symlinks. */
+int sbx__ctx_copy(const char *root_dir, const char *rel, const char *dst, const struct copy_opts *o,
+		  sbx_error **err);
+/* True when REL is a regular file holding a tar archive (plain or compressed). */
+bool sbx__ctx_is_archive(const char *root_dir, const char *rel);
+/* Extracts archive REL into directory DST (owners from o when chown). */
+int sbx__ctx_extract(const char *root_dir, const char *rel, const char *dst,
+		     const struct copy_opts *o, sbx_error **err);
 
 #endif

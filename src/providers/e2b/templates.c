@@ -107,7 +107,7 @@ static int add_copies(struct plan *p, const char *ctx, const struct ctx_ignore *
 		EVP_DigestUpdate(md, "COPY\n", 5);
 		EVP_DigestUpdate(md, rel, strlen(rel) + 1);
 		EVP_DigestUpdate(md, s->dst, strlen(s->dst) + 1);
-		r = sbx__ctx_hash(md, files[i], rel, ig, err);
+		r = sbx__ctx_hash(md, ctx, rel, ig, err);
 		unsigned char d[32];
 		EVP_DigestFinal_ex(md, d, NULL);
 		EVP_MD_CTX_free(md);
@@ -156,7 +156,7 @@ static int map_step(struct plan *p, const char *ctx, const struct ctx_ignore *ig
 		for (size_t i = 0; s->srcs && s->srcs[i]; i++) {
 			const char *src = s->srcs[i];
 			if (sbx__str_startswith(src, "<<") ||
-			    (s->kind == DF_ADD && (strstr(src, "://") || sbx__ctx_is_archive(src))))
+			    (s->kind == DF_ADD && (strstr(src, "://") || sbx__ctx_is_archive(ctx, src))))
 				return sbx_error_set(err, -EINVAL, "line %d: %s %s is not supported on e2b", s->line,
 						     s->kind == DF_ADD ? "ADD" : "COPY", src);
 		}
