@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -358,5 +359,23 @@ int sbx__ctx_sources(char ***out, const char *context_dir, const struct ctx_igno
 		sbx__strv_free(found);
 	}
 	*out = res;
+	return 0;
+}
+
+int sbx__ctx_real_path(char **out, const char *context_dir, const char *rel, sbx_error **err)
+{
+	_cleanup_close_ int root = sbx__ctx_open_root(context_dir, err);
+	if (root < 0)
+		return root;
+	_cleanup_close_ int fd = sbx__ctx_open_in(root, rel, O_PATH, true);
+	if (fd < 0)
+		return sbx_error_setsys(err, fd, -fd, "%s in the build context %s", rel, context_dir);
+	char proc[64], real[PATH_MAX];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(proc, real, sizeof(real) - 1);
+	if (n < 0)
+		return sbx_error_setsys(err, -errno, errno, "%s in the build context %s", rel, context_dir);
+	real[n] = '\0';
+	*out = xstrdup(real);
 	return 0;
 }

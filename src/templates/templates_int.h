@@ -186,6 +186,9 @@ int sbx__ctx_open_root(const char *dir, sbx_error **err);
 int sbx__ctx_open_in(int root, const char *rel, int flags, bool follow);
 /* REL as a regular file opened for reading, O_NONBLOCK; -errno, -EINVAL. */
 int sbx__ctx_open_file(int root, const char *rel);
+/* The host path REL resolves to inside the context (symlinks followed
+ * there only), for code that must hand a path to another reader. Owned. */
+int sbx__ctx_real_path(char **out, const char *context_dir, const char *rel, sbx_error **err);
 /* Sorted entry names of the directory open as DFD (owned strv). */
 char **sbx__ctx_sorted_entries(int dfd);
 

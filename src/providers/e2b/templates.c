@@ -111,11 +111,12 @@ static int add_copies(struct plan *p, const char *ctx, const struct ctx_ignore *
 		unsigned char d[32];
 		EVP_DigestFinal_ex(md, d, NULL);
 		EVP_MD_CTX_free(md);
-		if (r < 0)
+		_cleanup_free_ char *host = NULL; /* never a path through a symlink out of the context */
+		if (r < 0 || (r = sbx__ctx_real_path(&host, ctx, rel, err)) < 0)
 			return r;
 		p->copies = xrealloc(p->copies, (p->n_copies + 1) * sizeof(*p->copies));
 		struct copy_src *c = &p->copies[p->n_copies++];
-		c->host = xstrdup(files[i]);
+		c->host = steal_ptr(&host);
 		c->rel = xstrdup(rel);
 		hex_of(d, c->hash);
 		_cleanup_free_ char *mode = s->chmod ? xstrdup(s->chmod) : xstrdup("");
