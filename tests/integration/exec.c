@@ -266,7 +266,10 @@ Test(exec, timeout_kills_descendants)
 	/* background work started without a timeout survives its command */
 	r = sh(sb, "sleep 1000 >/dev/null 2>&1 &");
 	sbx_exec_result_free(&r);
-	r = sh(sb, "ps -o comm | grep -c sleep");
+	/* The shell returns before its child has exec'd sleep (under load,
+	 * noticeably so): wait for the name, rather than race it. */
+	r = sh(sb, "for i in $(seq 100); do [ \"$(ps -o comm | grep -c sleep)\" = 1 ] && break; sleep 0.05; done; "
+		   "ps -o comm | grep -c sleep");
 	cr_assert_str_eq(r.out, "1\n");
 	sbx_exec_result_free(&r);
 	destroy(sb);

@@ -116,7 +116,7 @@ Test(limits, cpu_quota_is_applied)
 	sbx_sandbox *sb = sbx_test_sandbox(rt, &so);
 	/* Its own cgroup is not mounted inside the sandbox; check from the host. */
 	char pat[256];
-	snprintf(pat, sizeof(pat), "/sys/fs/cgroup/cpu/sbx-*/%s/cpu.cfs_quota_us", sbx_sandbox_id(sb));
+	snprintf(pat, sizeof(pat), "/sys/fs/cgroup/cpu/sbx-*/%s/run/cpu.cfs_quota_us", sbx_sandbox_id(sb));
 	glob_t g;
 	if (glob(pat, 0, NULL, &g) == 0) {
 		FILE *f = fopen(g.gl_pathv[0], "r");

@@ -249,8 +249,12 @@ static int set_limits(const struct cg_layout *cg, const char *id, const sbx_sand
 			snprintf(v, sizeof(v), "%ld 100000", quota);
 			r = write_str(cpu, "cpu.max", v);
 		} else {
+			/* v1: the quota is on <id>/run, where commands go; init
+			 * stays in <id>, outside it, so a command that eats the
+			 * quota (a fork bomb) cannot delay init's timers. */
+			_cleanup_free_ char *run = xasprintf("%s/run", cpu);
 			snprintf(v, sizeof(v), "%ld", quota);
-			r = write_str(cpu, "cpu.cfs_quota_us", v);
+			r = mkdir(run, 0755) < 0 && errno != EEXIST ? -errno : write_str(run, "cpu.cfs_quota_us", v);
 		}
 		if (r < 0)
 			return sbx_error_setsys(err, r, -r, "cgroup %s: set cpu quota %s", cpu, v);
@@ -324,6 +328,17 @@ int sbx__cg_procs_fds(const struct cg_layout *cg, const char *id, int fds[CG_N],
 		n++;
 	}
 	return n;
+}
+
+int sbx__cg_cpu_run_fd(const struct cg_layout *cg, const char *id)
+{
+	if (cg->mode != CG_V1)
+		return -1;
+	_cleanup_free_ char *d = group_dir(cg, CG_CPU, id);
+	if (!d)
+		return -1;
+	_cleanup_free_ char *p = xasprintf("%s/run/cgroup.procs", d);
+	return open(p, O_WRONLY | O_CLOEXEC);
 }
 
 int sbx__cg_exec_dirfd(const struct cg_layout *cg, const char *id)

@@ -109,6 +109,9 @@ int sbx__cg_create(const struct cg_layout *cg, const char *id, const sbx_sandbox
 /* O_WRONLY fds of the cgroup.procs of every group of the sandbox (init's
  * clone child writes "0" to each to move itself in); returns how many. */
 int sbx__cg_procs_fds(const struct cg_layout *cg, const char *id, int fds[CG_N], sbx_error **err);
+/* v1 with a CPU quota: O_WRONLY fd of <cpu group>/run/cgroup.procs, where
+ * commands go (init stays outside the quota), or -1. */
+int sbx__cg_cpu_run_fd(const struct cg_layout *cg, const char *id);
 /* O_DIRECTORY fd of the group where init makes per-exec sub-groups, or -1. */
 int sbx__cg_exec_dirfd(const struct cg_layout *cg, const char *id);
 /* Kills what is left in the groups and removes them (sub-groups first). */

@@ -45,6 +45,8 @@ enum sbx_msg_tag {
 	T_NOFILE,     /* M_SETUP: RLIMIT_NOFILE of every command */
 	T_UPPER_IDMAP, /* M_SETUP: the fds carry, after the id slot's lock, the
 	                  namespace that idmaps the host upper dir (setup.c) */
+	T_CPU_RUN,    /* M_SETUP: the last fd is the cgroup.procs commands join
+	                 (v1 CPU quota; init stays outside it) */
 };
 
 struct sbx_msg {

@@ -99,6 +99,8 @@ static void build_setup(struct sbx_msg *m, char *buf, size_t cap, struct local_s
 		sbx__msg_add_u64(m, T_ID_BASE, idm->base);
 	if (idm->userns >= 0 && o->upper_dir)
 		sbx__msg_add_u64(m, T_UPPER_IDMAP, 1);
+	if (o->cpus > 0 && sb->ctx->cg.mode == CG_V1)
+		sbx__msg_add_u64(m, T_CPU_RUN, 1);
 	if (o->net_raw)
 		sbx__msg_add_u64(m, T_NET_RAW, 1);
 	sbx__msg_add_u64(m, T_NOFILE, o->nofile_max ? o->nofile_max : DEFAULT_NOFILE);
@@ -150,6 +152,16 @@ int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const str
 	}
 	if (cg >= 0)
 		fds[n++] = cg;
+	/* announced by build_setup whenever v1 has a CPU quota */
+	_cleanup_close_ int run = o->cpus > 0 && sb->ctx->cg.mode == CG_V1 ? sbx__cg_cpu_run_fd(&sb->ctx->cg, sb->id) : -2;
+	if (run == -1) {
+		r = -errno;
+		if (cg >= 0)
+			close(cg);
+		return sbx_error_setsys(err, r, -r, "open the CPU group of sandbox %s", sb->id);
+	}
+	if (run >= 0)
+		fds[n++] = run;
 	r = sbx__msg_sendf(sync, &m, fds, n, flags);
 	if (cg >= 0)
 		close(cg);

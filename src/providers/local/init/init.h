@@ -35,6 +35,7 @@ struct init_cfg {
 	uint64_t ttl_ms;
 	int ctl_fd;              /* listening control socket */
 	int cg_fd;               /* pids (v1) or unified (v2) cgroup dir of this sandbox, or -1 */
+	int cpu_run_fd;          /* v1 cpu <id>/run/cgroup.procs commands join, or -1 (-2: announced) */
 	int userns_fd;           /* user namespace to join after setup, or -1 (userns=host) */
 	int slot_fd;             /* flock'ed id slot, kept for life (frees the slot at death) */
 	int upper_ns_fd;         /* namespace idmapping the host upper dir, or -1 (-2: announced) */
@@ -74,6 +75,8 @@ void init_loop(struct init_cfg *cfg) __attribute__((noreturn));
 
 /* main.c: whether init lowered its oom_score_adj (commands then reset it). */
 extern int init_oom_adjusted;
+/* main.c: cfg.cpu_run_fd, for spawn.c's children (-1: none). */
+extern int init_cpu_run_fd;
 /* The one message buffer: the setup message first (its seccomp program is
  * read in place until harden), then each request of the loop. One buffer,
  * not two, keeps init's whole image inside one page-table page. */

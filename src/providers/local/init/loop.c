@@ -118,19 +118,39 @@ static void kill_descendants(pid_t root)
 			kill(pid[i], SIGKILL);
 }
 
-/* Kills every process of an exec: its descendants, its process group, then
- * whatever is left in its sub-cgroup (when it has one). */
+/* Kills every process of an exec. With its own sub-cgroup: the group is
+ * stopped from growing first (v2 kills it at once; v1 forbids new forks),
+ * then its process group and whatever the group lists. A fork bomb outran
+ * the old order (SIGSTOP, a /proc scan for descendants, then the group),
+ * for seconds under a CPU quota. Without one: descendants and the group. */
 static void kill_tree(struct exec *e)
 {
 	kill(e->pid, SIGSTOP); /* no new children while we look */
-	kill_descendants(e->pid);
+	char name[64];
+	size_t base = 0;
+	int cg = e->cg && cfg->cg_fd >= 0;
+	if (cg) {
+		cg_name(name, sizeof(name), e->pid);
+		base = strlen(name);
+		static const char *const stop[][2] = { { "/cgroup.kill", "1" }, { "/pids.max", "0" } };
+		for (size_t k = 0; k < 2; k++) {
+			snprintf(name + base, sizeof(name) - base, "%s", stop[k][0]);
+			int fd = openat(cfg->cg_fd, name, O_WRONLY | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			ssize_t w = write(fd, stop[k][1], 1);
+			close(fd);
+			if (w == 1 && k == 0)
+				break;
+		}
+	}
 	kill(-e->pid, SIGKILL);
 	kill(e->pid, SIGKILL);
-	if (!e->cg || cfg->cg_fd < 0)
+	if (!cg) {
+		kill_descendants(e->pid);
 		return;
-	char name[64];
-	cg_name(name, sizeof(name), e->pid);
-	snprintf(name + strlen(name), sizeof(name) - strlen(name), "/cgroup.procs");
+	}
+	snprintf(name + base, sizeof(name) - base, "/cgroup.procs");
 	for (int round = 0; round < 50; round++) {
 		int fd = openat(cfg->cg_fd, name, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)

@@ -27,6 +27,7 @@
 #define SYNC_FD 3
 
 int init_oom_adjusted;
+int init_cpu_run_fd = -1;
 char init_msgbuf[SBX_MSG_MAX] __attribute__((aligned(4096)));
 
 void init_fmt(char *msg, size_t len, const char *fmt, ...)
@@ -169,6 +170,7 @@ static int parse_setup(struct init_cfg *cfg, const char *buf, size_t len)
 		case T_NET_RAW: cfg->net_raw = sbx__msg_u64(d, n) == 1; break;
 		case T_NOFILE: cfg->nofile = sbx__msg_u64(d, n); break;
 		case T_UPPER_IDMAP: cfg->upper_ns_fd = -2; break;
+		case T_CPU_RUN: cfg->cpu_run_fd = -2; break;
 		case T_ENV:
 			if (nenv == INIT_MAX_ENV - 1)
 				return -E2BIG;
@@ -295,7 +297,7 @@ int main(void)
 	uint64_t t[6];
 	t[0] = init_now_us();
 	cfg.ctl_fd = fds[0];
-	cfg.userns_fd = cfg.slot_fd = cfg.upper_ns_fd = -1;
+	cfg.userns_fd = cfg.slot_fd = cfg.upper_ns_fd = cfg.cpu_run_fd = -1;
 	int r = parse_setup(&cfg, buf, (size_t)n);
 	if (r < 0)
 		fail("malformed setup message", -r);
@@ -313,7 +315,11 @@ int main(void)
 			cfg.upper_ns_fd = fds[next++];
 		}
 	}
-	cfg.cg_fd = nfds > next ? fds[next] : -1;
+	/* fds: ... [exec cgroup dir] [cpu run group's procs] */
+	int want_run = cfg.cpu_run_fd == -2;
+	cfg.cpu_run_fd = want_run && nfds > next ? fds[nfds - 1] : -1;
+	cfg.cg_fd = nfds - (cfg.cpu_run_fd >= 0) > next ? fds[next] : -1;
+	init_cpu_run_fd = cfg.cpu_run_fd;
 	t[1] = init_now_us();
 	init_userns_sysctls(&cfg);
 	if ((r = init_rootfs(&cfg, msg, sizeof(msg))) < 0)

@@ -44,6 +44,8 @@ static int child_main(void *arg)
 	setsid();
 	if (a->cg_procs_fd >= 0)
 		(void)!write(a->cg_procs_fd, "0", 1);
+	if (init_cpu_run_fd >= 0) /* under the CPU quota; init is not */
+		(void)!write(init_cpu_run_fd, "0", 1);
 	setpriority(PRIO_PROCESS, 0, 0); /* init runs at -20 (main.c) */
 	int adj = init_oom_adjusted ? open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC) : -1;
 	if (adj >= 0) {
