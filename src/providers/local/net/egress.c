@@ -64,11 +64,12 @@ int sbx__net_pool(struct net_cidr *out, sbx_error **err)
 	return 0;
 }
 
-/* A hostname as the resolver would take it: letters, digits, '-', '.'. */
+/* A hostname as the resolver would take it: letters, digits, '-', '.'; not
+ * digits and dots only (the resolver would read "1.2.3" as 1.2.0.3). */
 static int is_hostname(const char *s)
 {
 	size_t n = strlen(s);
-	if (n == 0 || n > 253)
+	if (n == 0 || n > 253 || strspn(s, "0123456789.") == n)
 		return 0;
 	for (const char *c = s; *c; c++)
 		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||

@@ -59,6 +59,11 @@ Test(net_egress, lists)
 	cr_assert_eq(p.allow[0].plen, 32);
 	sbx__net_plan_clear(&p);
 
+	const char *numeric[] = { "1.2.3", NULL };
+	o.allow_out = numeric;
+	cr_assert_eq(sbx__net_plan_lists(&p, &o, NULL), -EINVAL, "a short numeric address is not a hostname");
+	sbx__net_plan_clear(&p);
+
 	const char *bad[] = { "192.0.2.1", "x y", NULL };
 	o.allow_out = bad;
 	sbx_error *err = NULL;
