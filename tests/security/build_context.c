@@ -221,6 +221,44 @@ Test(build_context, dockerignore_and_dockerfile_symlinks_stay_inside)
 	cleanup();
 }
 
+static void fifo_in_ctx(const char *name)
+{
+	char *p = at(ctx, name);
+	cr_assert_eq(mkfifo(p, 0644), 0, "mkfifo %s", p);
+	free(p);
+}
+
+/* A build that blocked on a FIFO would hang its caller (a `sbx serve`
+ * build thread, a task run) for ever; the alarm turns that into a failure. */
+Test(build_context, fifos_in_the_context_do_not_block)
+{
+	alarm(120);
+	const char *cases[][2] = {
+		{ ".dockerignore", "COPY . /all/\n" },
+		{ "fifo", "ADD fifo /x\n" },
+		{ "fifo", "COPY fifo /x\n" },
+		{ "Dockerfile", NULL },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		make_ctx(cases[i][1] ? cases[i][1] : "");
+		if (!cases[i][1]) {
+			char *df = at(ctx, "Dockerfile");
+			unlink(df);
+			free(df);
+		}
+		fifo_in_ctx(cases[i][0]);
+		char *alias = NULL;
+		sbx_error *err = NULL;
+		int r = build(&alias, &err);
+		cr_log_info("FIFO %s: build %s%s", cases[i][0], r == 0 ? "succeeded" : "failed: ",
+			    r == 0 ? "" : err->msg);
+		free(alias);
+		sbx_error_free(err);
+		cleanup();
+	}
+	alarm(0);
+}
+
 /* What stays inside the context still works: a symlink copied with its
  * directory stays a symlink; a symlink named as the source is followed
  * within the context, an absolute one as if the context were /. */
