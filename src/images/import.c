@@ -51,7 +51,9 @@ static int load_json(json_t **out, const char *path, sbx_error **err)
 	return 0;
 }
 
-/* Resolves REL below DIR without leaving it (symlinks included). Owned or NULL. */
+/* Resolves REL below DIR without leaving it (symlinks included) to a
+ * regular file: an image archive's symlink must not make the import read a
+ * host file (or block on a FIFO). Owned or NULL. */
 static char *path_inside(const char *dir, const char *rel)
 {
 	if (!rel || !*rel || rel[0] == '/')
@@ -61,9 +63,20 @@ static char *path_inside(const char *dir, const char *rel)
 	if (!realpath(dir, root) || !realpath(joined, real))
 		return NULL;
 	size_t n = strlen(root);
-	if (strncmp(real, root, n) != 0 || real[n] != '/')
+	struct stat st;
+	if (strncmp(real, root, n) != 0 || real[n] != '/' || stat(real, &st) < 0 || !S_ISREG(st.st_mode))
 		return NULL;
 	return xstrdup(real);
+}
+
+/* DIR/NAME (index.json, manifest.json) as a regular file inside DIR. */
+static int load_json_in(json_t **out, const char *dir, const char *name, sbx_error **err)
+{
+	_cleanup_free_ char *p = path_inside(dir, name);
+	if (!p)
+		return sbx_error_set(err, -EINVAL, "%s/%s is missing, not a regular file, or a symlink out of "
+				     "the image", dir, name);
+	return load_json(out, p, err);
 }
 
 /* Path of an OCI blob, after checking the digest's shape. */
@@ -72,12 +85,11 @@ static int blob_path(char **out, const char *dir, const char *digest, sbx_error 
 	if (!sbx__image_digest_valid(digest))
 		return sbx_error_set(err, -EINVAL, "unsupported blob digest '%s'",
 				     digest ? digest : "(none)");
-	*out = xasprintf("%s/blobs/sha256/%s", dir, digest + 7);
-	if (access(*out, R_OK) < 0) {
-		int e = errno;
-		free(steal_ptr(out));
-		return sbx_error_setsys(err, -EINVAL, e, "blob %s", digest);
-	}
+	_cleanup_free_ char *rel = xasprintf("blobs/sha256/%s", digest + 7);
+	*out = path_inside(dir, rel);
+	if (!*out)
+		return sbx_error_set(err, -EINVAL, "blob %s is missing, not a regular file, or a symlink out of "
+				     "the image", digest);
 	return 0;
 }
 
@@ -150,9 +162,8 @@ static int run_plan(sbx_image **out, sbx_runtime *rt, const char *name, struct p
 /* Follows index.json through nested indexes to one image manifest. */
 static int oci_manifest(json_t **out, const char *dir, sbx_error **err)
 {
-	_cleanup_free_ char *ip = xasprintf("%s/index.json", dir);
 	json_t *idx = NULL;
-	int r = load_json(&idx, ip, err);
+	int r = load_json_in(&idx, dir, "index.json", err);
 	for (int depth = 0; r == 0 && depth < 4; depth++) {
 		json_t *ms = json_object_get(idx, "manifests");
 		if (!json_is_array(ms)) {
@@ -221,9 +232,8 @@ static json_t *pick_docker(json_t *list, const char *name)
 int sbx__image_import_docker_dir(sbx_image **out, sbx_runtime *rt, const char *name,
 				 const char *dir, sbx_error **err)
 {
-	_cleanup_free_ char *mp = xasprintf("%s/manifest.json", dir);
 	_cleanup_json_ json_t *list = NULL;
-	int r = load_json(&list, mp, err);
+	int r = load_json_in(&list, dir, "manifest.json", err);
 	if (r < 0)
 		return r;
 	json_t *m = pick_docker(list, name);

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -257,5 +258,71 @@ Test(image_store, layers_stored_before_are_scrubbed)
 	sbx_image_remove(rt, name, NULL);
 	sbx_image_remove(rt, name2, NULL);
 	free(layer), free(suid), free(cap), free(mem), free(marker), free(tar), free(tar2);
+	rm_rf(tmp);
+}
+
+static void sha256_hex(char hex[65], const void *data, size_t len)
+{
+	unsigned char md[32];
+	EVP_Digest(data, len, md, NULL, EVP_sha256(), NULL);
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+}
+
+/* An OCI archive whose layer blob is a symlink to a host tarball: the
+ * import must not read the host file (here the attacker even knows its
+ * digest, as for any file whose contents are guessable). */
+Test(image_store, oci_archive_blob_symlink_reads_no_host_file)
+{
+	char host[] = "/root/sbx-sec-oci-XXXXXX", tmp[] = "/tmp/sbx-sec-oci-XXXXXX";
+	cr_assert_not_null(mkdtemp(host));
+	cr_assert_not_null(mkdtemp(tmp));
+	char secret[64];
+	snprintf(secret, sizeof(secret), "host-secret-%d-%ld", (int)getpid(), random());
+	char *htar = at(host, "backup.tar");
+	struct tar_ent hents[] = { { .name = "leaked", .type = '0', .mode = 0600, .data = secret }, { 0 } };
+	tar_write(htar, hents);
+	FILE *f = fopen(htar, "r");
+	static char buf[1 << 16];
+	size_t n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	char layer[65], cfgd[65], mand[65];
+	sha256_hex(layer, buf, n);
+	char cfg[512], man[512], idx[512], p1[128], p2[128], p3[128];
+	snprintf(cfg, sizeof(cfg), "{\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:%s\"]},\"config\":{}}", layer);
+	sha256_hex(cfgd, cfg, strlen(cfg));
+	snprintf(man, sizeof(man), "{\"schemaVersion\":2,\"config\":{\"digest\":\"sha256:%s\"},"
+		 "\"layers\":[{\"digest\":\"sha256:%s\"}]}", cfgd, layer);
+	sha256_hex(mand, man, strlen(man));
+	snprintf(idx, sizeof(idx), "{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"sha256:%s\"}]}", mand);
+	snprintf(p1, sizeof(p1), "blobs/sha256/%s", cfgd);
+	snprintf(p2, sizeof(p2), "blobs/sha256/%s", mand);
+	snprintf(p3, sizeof(p3), "blobs/sha256/%s", layer);
+	struct tar_ent ents[] = {
+		{ .name = "oci-layout", .type = '0', .mode = 0644, .data = "{\"imageLayoutVersion\":\"1.0.0\"}" },
+		{ .name = "index.json", .type = '0', .mode = 0644, .data = idx },
+		{ .name = "blobs/", .type = '5', .mode = 0755 },
+		{ .name = "blobs/sha256/", .type = '5', .mode = 0755 },
+		{ .name = p1, .type = '0', .mode = 0644, .data = cfg },
+		{ .name = p2, .type = '0', .mode = 0644, .data = man },
+		{ .name = p3, .type = '2', .mode = 0777, .link = htar },
+		{ 0 },
+	};
+	char *tar = at(tmp, "oci.tar");
+	tar_write(tar, ents);
+	char name[64];
+	snprintf(name, sizeof(name), "sec-oci-%d-%ld", (int)getpid(), random());
+	sbx_error *err = NULL;
+	int r = sbx_image_import(NULL, rt, name, tar, &err);
+	cr_log_info("import: %s", r == 0 ? "succeeded" : err->msg);
+	if (r == 0) {
+		char *top = top_layer(name), *leak = at(top, "leaked");
+		cr_expect_neq(access(leak, F_OK), 0, "the image holds the host tarball's file");
+		free(top), free(leak);
+		sbx_image_remove(rt, name, NULL);
+	}
+	sbx_error_free(err);
+	free(htar), free(tar);
+	rm_rf(host);
 	rm_rf(tmp);
 }
