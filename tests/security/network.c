@@ -565,7 +565,7 @@ static void no_packet_socket(sbx_network mode, sbx_userns userns)
 	destroy(sb);
 }
 
-TestSuite(packet, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(packet, .init = setup, .fini = teardown, .timeout = 300);
 
 Test(packet, none_mode)
 {
