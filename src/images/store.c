@@ -316,6 +316,12 @@ int sbx_image_get(sbx_image **out, sbx_runtime *rt, const char *name, sbx_error 
 	int r = check_name(name, err);
 	if (r < 0)
 		return r;
+	/* A store made by an older sbx is tightened by whatever uses it first,
+	 * sandbox creation included (best effort: reading must not fail). */
+	struct stat st;
+	const char *dir = sbx_runtime_image_dir(rt);
+	if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 07777) != 0700)
+		chmod(dir, 0700);
 	_cleanup_free_ char *path = image_record_path(rt, name);
 	if (access(path, F_OK) < 0)
 		return sbx_error_set(err, -ENOENT,
