@@ -130,6 +130,10 @@ int sbx__ctx_ignore_load(struct ctx_ignore **out, const char *context_dir, sbx_e
 		return sbx_error_set(err, -EINVAL, "%s/.dockerignore is not a regular file in the build context",
 				     context_dir);
 	}
+	if (fd < 0 && fd != -ENOENT) {
+		free(ig);
+		return sbx_error_setsys(err, fd, -fd, "%s/.dockerignore", context_dir);
+	}
 	if (fd >= 0) {
 		int r = sbx__read_fd(&data, &len, fd, SBX_DF_MAX, ".dockerignore", err);
 		if (r < 0) {
