@@ -442,11 +442,18 @@ Test(build_context, serve_tarball_symlinks_and_hardlinks, .timeout = 300)
 	struct {
 		const char *what, *src, *dst;
 		struct tar_ent ents[3];
+		bool ok; /* a well-behaved archive: the build must succeed */
 	} cases[] = {
+		{ "tar hardlink to a file in the archive", "b", "/b",
+		  { { .name = "a", .type = '0', .mode = 0755, .data = "inside\n" },
+		    { .name = "b", .type = '1', .mode = 0755, .link = "a" },
+		    { 0 } }, true },
 		{ "tar symlink to a host file", "secret", "/x",
 		  { { .name = "secret", .type = '2', .mode = 0777, .link = f }, { 0 } } },
 		{ "tar symlink to a host directory", "hostdir", "/y/",
 		  { { .name = "hostdir", .type = '2', .mode = 0777, .link = host }, { 0 } } },
+		{ "tar device node", "mem", "/mem",
+		  { { .name = "mem", .type = '3', .mode = 0666, .major = 1, .minor = 1 }, { 0 } } },
 		{ "tar hardlink through a symlinked directory", "h", "/h",
 		  { { .name = "hostdir", .type = '2', .mode = 0777, .link = host },
 		    { .name = "h", .type = '1', .mode = 0644, .link = "hostdir/secret" },
@@ -457,6 +464,10 @@ Test(build_context, serve_tarball_symlinks_and_hardlinks, .timeout = 300)
 		char status[512];
 		char *name = serve_build(&s, tar, cases[i].src, cases[i].dst, status, sizeof(status));
 		cr_log_info("%s: build %s", cases[i].what, status);
+		if (cases[i].ok)
+			cr_expect_str_eq(status, "ready", "%s", cases[i].what);
+		if (cases[i].ents[0].type == '3')
+			cr_expect(strncmp(status, "error", 5) == 0, "%s: the server extracted it", cases[i].what);
 		cr_expect(!image_leaks(name), "%s: the image holds a host file's bytes", cases[i].what);
 		cr_expect(!strstr(status, secret), "%s: the build log quotes the secret", cases[i].what);
 		sbx_image_remove(rt, name, NULL);
