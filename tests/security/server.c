@@ -418,8 +418,14 @@ static void check_reported(const struct sbref *s)
 		if (sscanf(v, "%lld %lld", &quota, &period) != 2)
 			quota = -1;
 	} else {
-		cg_read(s->id, "cpu.cfs_quota_us", v, sizeof(v));
-		cg_read(s->id, "cpu.cfs_period_us", v1, sizeof(v1));
+		/* v1 keeps the quota on <id>/run, where commands run (init is
+		 * outside it); older layouts had it on <id> */
+		cg_read(s->id, "run/cpu.cfs_quota_us", v, sizeof(v));
+		cg_read(s->id, "run/cpu.cfs_period_us", v1, sizeof(v1));
+		if (!*v || strtoll(v, NULL, 10) < 0) {
+			cg_read(s->id, "cpu.cfs_quota_us", v, sizeof(v));
+			cg_read(s->id, "cpu.cfs_period_us", v1, sizeof(v1));
+		}
 		if (*v && *v1) {
 			quota = strtoll(v, NULL, 10);
 			period = strtoll(v1, NULL, 10);
