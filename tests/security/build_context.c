@@ -430,7 +430,7 @@ static char *serve_build(const struct srv *s, const char *tar, const char *src, 
 	return strdup(name);
 }
 
-Test(build_context, serve_tarball_symlinks_and_hardlinks, .timeout = 300)
+Test(build_context, serve_tarball_symlinks_and_hardlinks)
 {
 	make_host_secrets();
 	curl_global_init(CURL_GLOBAL_ALL);
