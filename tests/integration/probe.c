@@ -138,5 +138,40 @@ int main(int argc, char **argv)
 		uint32_t cap[5] = { 0x02000001u, 1u << 7, 0, 0, 0 };
 		return report("setcap", setxattr(argv[2], "security.capability", cap, sizeof(cap), 0));
 	}
+	if (!strcmp(c, "udplisten") && argc > 3) {
+		/* udplisten PORT MS: waits MS for one datagram on PORT. */
+		int s = socket(AF_INET, SOCK_DGRAM, 0);
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)strtol(argv[2], NULL, 10)) };
+		if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+			return report("udplisten", -1);
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		int got = poll(&p, 1, (int)strtol(argv[3], NULL, 10)) > 0;
+		printf("udplisten: %s\n", got ? "got" : "timeout");
+		fflush(stdout);
+		return got ? 0 : 1;
+	}
+	if (!strcmp(c, "spoof") && argc > 5) {
+		/* spoof SRC SPORT DST DPORT: one UDP datagram built by hand on a
+		 * raw socket (needs CAP_NET_RAW), whatever SRC says. */
+		int s = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+		if (s < 0)
+			return report("spoof", -1);
+		unsigned char pkt[20 + 8 + 5] = { 0 };
+		uint16_t sport = htons((uint16_t)strtol(argv[3], NULL, 10)), dport = htons((uint16_t)strtol(argv[5], NULL, 10));
+		uint16_t len = htons(sizeof(pkt)), ulen = htons(8 + 5);
+		pkt[0] = 0x45;
+		memcpy(pkt + 2, &len, 2);
+		pkt[8] = 64;
+		pkt[9] = 17; /* UDP; the kernel fills in the IP checksum and id */
+		inet_pton(AF_INET, argv[2], pkt + 12);
+		inet_pton(AF_INET, argv[4], pkt + 16);
+		memcpy(pkt + 20, &sport, 2);
+		memcpy(pkt + 22, &dport, 2);
+		memcpy(pkt + 24, &ulen, 2); /* UDP checksum 0: none */
+		memcpy(pkt + 28, "spoof", 5);
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+		memcpy(&sa.sin_addr, pkt + 16, 4);
+		return report("spoof", sendto(s, pkt, sizeof(pkt), 0, (struct sockaddr *)&sa, sizeof(sa)));
+	}
 	return 2;
 }

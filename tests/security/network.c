@@ -534,6 +534,46 @@ Test(internet, concurrent_creators)
 	}
 }
 
+/* With CAP_NET_RAW (userns=host and net_raw: an explicit opt-in) a sandbox
+ * can forge its source. Forging another sandbox's address toward the
+ * internet would make the answer come back, de-NATed, into that sandbox,
+ * past the sandbox-to-sandbox block: the reverse-path check drops it. */
+Test(internet, forged_sources_are_dropped)
+{
+	sbx_sandbox *b = internet_sandbox(NULL, NULL);
+	sbx_sandbox_opts o = base_opts();
+	o.network = SBX_NETWORK_INTERNET;
+	o.userns = SBX_USERNS_HOST;
+	o.net_raw = 1;
+	sbx_sandbox *a = sbx_test_sandbox(rt, &o);
+	upload_probe(a);
+	char ha[32], aa[32], hb[32], ba[32], echo[32], cmd[256];
+	sandbox_addr(a, ha, aa, sizeof(aa));
+	sandbox_addr(b, hb, ba, sizeof(ba));
+	snprintf(echo, sizeof(echo), "198.18.%d.1", slot);
+	int code = -1;
+	/* Control: a datagram with a's own source gets its echo back to a. */
+	snprintf(cmd, sizeof(cmd),
+		 "(/probe udplisten 5353 3000 > /tmp/r &); sleep 0.3; /probe spoof %s 5353 %s 53; sleep 1; cat /tmp/r", aa,
+		 echo);
+	char *out = sbx_test_sh(a, cmd, &code);
+	cr_assert(strstr(out, "udplisten: got"), "the raw-socket path itself does not work: %s", out);
+	free(out);
+	/* The attack: b's address as the source. */
+	free(sbx_test_sh(b, "(/probe udplisten 5353 3000 > /tmp/r 2>&1 &)", &code));
+	usleep(300000);
+	snprintf(cmd, sizeof(cmd), "/probe spoof %s 5353 %s 53", ba, echo);
+	out = sbx_test_sh(a, cmd, &code);
+	cr_assert(strstr(out, "spoof: ok"), "%s", out);
+	free(out);
+	sleep(3);
+	out = sbx_test_sh(b, "cat /tmp/r", &code);
+	cr_assert(strstr(out, "udplisten: timeout"), "a forged source reflected a datagram into sandbox b: %s", out);
+	free(out);
+	destroy(a);
+	destroy(b);
+}
+
 TestSuite(metadata, .init = meta_setup, .fini = net_teardown, .timeout = 300);
 
 Test(metadata, link_local_unreachable)
