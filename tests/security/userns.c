@@ -273,3 +273,21 @@ Test(userns, build_steps_run_unprivileged_and_keep_image_ids)
 	snprintf(p, sizeof(p), "rm -rf '%s'", ctx);
 	cr_assert_eq(system(p), 0);
 }
+
+/* The host's stdio pipes are given to root inside: scripts that write to
+ * /dev/stdout or /dev/stderr (a reopen of /proc/self/fd/N, which checks the
+ * pipe's owner) keep working under a user namespace. */
+Test(userns, dev_stdout_and_stderr_reopen)
+{
+	sbx_sandbox *sb = make(SBX_USERNS_PRIVATE);
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.shell = "echo out > /dev/stdout && echo err > /dev/stderr && echo done";
+	sbx_exec_result r;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_sandbox_exec(&r, sb, &o, &err), 0, "exec: %s", err ? err->msg : "?");
+	cr_assert_eq(r.exit_code, 0, "stderr: %s", r.err ? r.err : "");
+	cr_assert_str_eq(r.out, "out\ndone\n");
+	cr_assert_str_eq(r.err, "err\n");
+	sbx_exec_result_free(&r);
+	destroy(sb);
+}

@@ -14,7 +14,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+#include <linux/magic.h>
 
 #include "../../util/alloc.h"
 #include "../../util/cleanup.h"
@@ -84,6 +87,27 @@ void sbx__local_proc_free(struct local_proc *p, int kill)
 			close(fds[i]);
 	free(p);
 }
+/*
+ * A pipe belongs to whoever made it (host root) and is mode 0600, so root
+ * of a user namespace could not reopen /proc/self/fd/1 (`echo >
+ * /dev/stdout`, `tee /dev/stderr`): anonymous pipes handed to a command
+ * are given to root inside, as container runtimes do. Named FIFOs and every
+ * other kind of fd are left alone.
+ */
+static void give_pipes_to_root_inside(struct local_sb *sb, const int child[3])
+{
+	uint32_t base = sbx__local_id_base(sb);
+	if (!base)
+		return;
+	for (int i = 0; i < 3; i++) {
+		struct stat st;
+		struct statfs fs;
+		if (fstat(child[i], &st) == 0 && S_ISFIFO(st.st_mode) && st.st_uid == 0 &&
+		    fstatfs(child[i], &fs) == 0 && fs.f_type == PIPEFS_MAGIC)
+			(void)!fchown(child[i], base, base);
+	}
+}
+
 
 int sbx__local_proc_start(struct local_proc **out, struct sbx_process_fds *fds, struct local_sb *sb,
 			  const sbx_exec_opts *o, int keep_stdin, int quiet, int *start_exit, char *start_msg,
@@ -137,6 +161,7 @@ int sbx__local_proc_start(struct local_proc **out, struct sbx_process_fds *fds, 
 	for (int i = 0; i < 3; i++)
 		if (child[i] < 0)
 			goto sys_fail;
+	give_pipes_to_root_inside(sb, child);
 	if ((r = sbx__local_connect(sb, &p->conn, err)) < 0)
 		goto out;
 	r = sbx__msg_send(p->conn, &m, child, 3);
