@@ -174,8 +174,28 @@ static void net_setup(void)
 	fake_internet(0);
 }
 
+/* A failed assertion leaves its sandboxes running: this test process's
+ * state dir is its own, so everything in it is the test's to remove. */
+static void destroy_all(void)
+{
+	sbx_sandbox_info *v = NULL;
+	size_t n = 0;
+	if (sbx_sandbox_list(&v, &n, rt, NULL, NULL, NULL) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		sbx_sandbox_destroy_id(rt, NULL, v[i].id, NULL);
+	sbx_sandbox_info_free(v, n);
+}
+
+static void packet_teardown(void)
+{
+	destroy_all();
+	teardown();
+}
+
 static void net_teardown(void)
 {
+	destroy_all();
 	stop_serving = 1;
 	pthread_join(inet_thread, NULL);
 	char c[256];
@@ -605,7 +625,7 @@ static void no_packet_socket(sbx_network mode, sbx_userns userns)
 	destroy(sb);
 }
 
-TestSuite(packet, .init = setup, .fini = teardown, .timeout = 300);
+TestSuite(packet, .init = setup, .fini = packet_teardown, .timeout = 300);
 
 Test(packet, none_mode)
 {
