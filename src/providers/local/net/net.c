@@ -2,12 +2,16 @@
 /*
  * network=internet: the order of wiring one sandbox, and its removal.
  *
- * attach: the marker <state>/local/<id>.net first (a creator killed after
- * it leaves something GC finds), then the veth pair sbx<id> / eth0 with the
- * peer made directly in the sandbox's namespace, an address slot, the
- * nftables chain (before any link is up: a link without its chain sends
- * nothing), the host end's address and link, and last, through a socket
- * in the sandbox's namespace, lo, eth0 and the default route.
+ * attach: the egress plan (lists resolved, nothing made yet), the marker
+ * <state>/local/<id>.net (a creator killed after it leaves something GC
+ * finds), the veth pair sbx<id> / eth0 with the peer made directly in the
+ * sandbox's namespace, an address slot, the sandbox's nftables objects if
+ * its plan has any (before its links are up, so its lists apply from the
+ * first packet), the host end's address and link, and last, through a
+ * socket in the sandbox's namespace, lo, eth0 and the default route.
+ *
+ * detach: the nftables objects, then the marker. The veth pair dies with
+ * the namespace (docs/network.md says why it is not deleted here).
  *
  * An address slot is a /31 of the pool (SBX_NET_POOL): host end .2k,
  * sandbox .2k+1. The kernel hands it out: the host end takes the altname

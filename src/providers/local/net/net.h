@@ -5,9 +5,9 @@
  * a dedicated pool, a default route, and rules in the host's nftables table
  * `inet sbx` (NAT out, nothing in, no host, no link-local, no other
  * sandbox, the spec's egress lists). Everything is keyed by the sandbox id,
- * so any process can remove it: the host end is `sbx<id>`, the rules are
- * chain `sb_<id>`, and <state>/local/<id>.net marks that there is something
- * to remove (GC finds sandboxes by such files).
+ * so any process can remove it: the host end is `sbx<id>`, a sandbox with
+ * egress lists has chain `sb_<id>`, and <state>/local/<id>.net marks that
+ * there is something to remove (GC finds sandboxes by such files).
  */
 #ifndef SBX_LOCAL_NET_H
 #define SBX_LOCAL_NET_H
@@ -22,8 +22,9 @@
  * (-EINVAL for a bad list entry, naming it). */
 int sbx__net_attach(const char *base, const char *id, pid_t init_pid, const sbx_sandbox_opts *o,
 		    sbx_error **err);
-/* Removes the host end and the sandbox's rules, then the marker; 0 when
- * there was nothing to remove. Safe from any process. */
+/* Removes the sandbox's rules, then the marker (init must be dead: its
+ * link goes with its namespace); 0 also when there was nothing to remove.
+ * Safe from any process. */
 int sbx__net_detach(const char *base, const char *id, sbx_error **err);
 /* Whether <base>.net exists (attach ran and detach has not finished). */
 int sbx__net_marked(const char *base);
