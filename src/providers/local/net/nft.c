@@ -2,9 +2,10 @@
 /*
  * nftables over libnftnl: table `inet sbx` is made once per host (the first
  * create that finds it missing makes it in one transaction with
- * NLM_F_EXCL, so concurrent creators make it once), then each sandbox adds
- * chain sb_<id> and its element of map @sandboxes in one transaction and
- * removes both in one at destroy. The rules themselves are in rules.c.
+ * NLM_F_EXCL, so concurrent creators make it once; every create looks it
+ * up), then a sandbox with egress lists adds chain sb_<id> and its element
+ * of map @sandboxes in one transaction and removes both in one at destroy;
+ * its nameservers go into @dns once per process. The rules are in rules.c.
  */
 #include <errno.h>
 #include <stdio.h> /* libnftnl headers need FILE */
