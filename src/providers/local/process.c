@@ -142,7 +142,14 @@ int sbx__local_proc_start(struct local_proc **out, struct sbx_process_fds *fds, 
 		child[0] = sp[0];
 		p->in_w = sp[1];
 	} else {
-		child[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		/* An empty stdin is a socket whose peer is gone, not the host's
+		 * /dev/null: a sandbox root could chmod or chown that through
+		 * /proc/self/fd/0 (with userns=host). */
+		int sp[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+			goto sys_fail;
+		close(sp[1]);
+		child[0] = sp[0];
 	}
 	int given[2] = { o->stdout_fd, o->stderr_fd };
 	int *mine[2] = { &p->out_r, &p->err_r };

@@ -247,7 +247,9 @@ static int identity_files(const struct init_cfg *cfg, char *msg, size_t msglen)
 		 cfg->hostname);
 	if (write_text("etc/hosts", buf) < 0)
 		FAIL("write /etc/hosts");
-	if (cfg->network_host || access("etc/resolv.conf", F_OK) != 0) {
+	/* With a network (host or internet) the host's resolvers replace the
+	 * image's, which would name servers the sandbox cannot reach. */
+	if (cfg->network_host || cfg->resolv || access("etc/resolv.conf", F_OK) != 0) {
 		unlink("etc/resolv.conf");
 		if (write_text("etc/resolv.conf", cfg->resolv ? cfg->resolv : "") < 0)
 			FAIL("write /etc/resolv.conf");
