@@ -41,7 +41,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 ROOTFS=$WORK/rootfs
-mkdir -p "$ROOTFS"/{bin,etc,proc,dev,sys,tmp,root}
+mkdir -p "$ROOTFS"/{bin,sbin,usr/bin,usr/sbin,etc,proc,dev,sys,tmp,root}
 cp "$BB" "$ROOTFS/bin/busybox"
 for p in $("$BB" --list-full); do [ -e "$ROOTFS/$p" ] || ln -s /bin/busybox "$ROOTFS/$p"; done
 echo 'root:x:0:0:root:/root:/bin/sh' > "$ROOTFS/etc/passwd"
