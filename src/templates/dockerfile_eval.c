@@ -233,7 +233,7 @@ static int eval_copy(const struct ev *e, struct df_step *s, json_t *j)
 			return fail(e, "%s --chmod=%s (expected octal digits, e.g. 0755)", e->in->keyword, v);
 		s->chmod = xstrdup(v);
 	}
-	if (n > 2 && s->dst[strlen(s->dst) - 1] != '/')
+	if (n > 2 && (!*s->dst || s->dst[strlen(s->dst) - 1] != '/'))
 		return fail(e, "%s with several sources needs a destination ending in '/'", e->in->keyword);
 	json_object_set_new(j, "srcs", strv_json(s->srcs));
 	json_object_set_new(j, "dst", json_string(s->dst));
