@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include <sbx/sys/provider.h>
+
 #include "../../src/server/server_int.h"
 
 /* The API key and the sandbox's id and envd access token. */
@@ -34,10 +36,7 @@ struct server *fz_srv(void);
 int fz_request(const char *method, const char *url, const struct fz_header *h, size_t nh,
 	       const void *body, size_t len, size_t split);
 
-/* A request record for calling one server function directly (connect.c):
- * headers as given, replies captured and dropped by fz_req_done(). */
-struct srv_req *fz_req_new(const char *method, const char *url, const struct fz_header *h, size_t nh,
-			   const void *body, size_t len);
-int fz_req_done(struct srv_req *r);
+/* The provider of that sandbox (fake_provider.c). */
+const sbx_provider_ops *fz_fake_provider(void);
 
 #endif
