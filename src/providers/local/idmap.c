@@ -27,10 +27,12 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/fsuid.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../util/cleanup.h"
@@ -148,14 +150,20 @@ static int take_slot(uint32_t n_slots, uint32_t *slot, sbx_error **err)
 
 struct holder {
 	volatile int go;
+	pid_t parent;
 };
 
-/* The clone child: shares our memory, so raw syscalls only. */
+/* The clone child: shares our memory, so raw syscalls only. It must not
+ * outlive a creator killed mid-create (it would wait for `go` forever,
+ * holding a copy of the creator's fds): it dies with the creating thread,
+ * and checks for a parent that died before that was armed. */
 static int holder_main(void *arg)
 {
 	struct holder *h = arg;
-	while (!h->go)
-		syscall(SYS_futex, &h->go, FUTEX_WAIT, 0, NULL, NULL, 0);
+	syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	struct timespec t = { .tv_sec = 0, .tv_nsec = 100000000 };
+	while (!h->go && syscall(SYS_getppid) == h->parent)
+		syscall(SYS_futex, &h->go, FUTEX_WAIT, 0, &t, NULL, 0);
 	syscall(SYS_exit, 0);
 	return 0;
 }
@@ -177,7 +185,7 @@ static int write_map(pid_t pid, const char *which, uint32_t base, int host_root)
 static int make_userns(uint32_t base, int host_root, sbx_error **err)
 {
 	char stack[8192] __attribute__((aligned(16)));
-	struct holder h = { 0 };
+	struct holder h = { .go = 0, .parent = getpid() };
 	pid_t pid = clone(holder_main, stack + sizeof(stack), CLONE_NEWUSER | CLONE_VM, &h);
 	if (pid < 0)
 		return sbx_error_setsys(err, -errno, errno, "create a user namespace");
