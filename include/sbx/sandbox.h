@@ -126,6 +126,10 @@ typedef struct sbx_exec_opts {
 	int stdout_fd;             /**< >0: output goes straight to this fd, not captured */
 	int stderr_fd;             /**< >0: likewise for stderr */
 	int stdin_fd;              /**< >0: stdin comes from this fd (stdin_data ignored) */
+	int fds_are_private;       /**< 1: the given stdio fds are pipes made for this exec
+	                                alone; the provider may give them to root inside
+	                                (so /dev/stdout reopens under a user namespace).
+	                                0: they are left as they are */
 } sbx_exec_opts;
 
 #define SBX_EXEC_OPTS_INIT { .version = SBX_EXEC_OPTS_VERSION, .stdout_fd = -1, .stderr_fd = -1, .stdin_fd = -1 }

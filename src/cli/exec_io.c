@@ -321,6 +321,7 @@ int cli_exec_stdio(sbx_sandbox *sb, const sbx_exec_opts *base, enum cli_stdin in
 	o.stdout_fd = theirs[0];
 	o.stderr_fd = merged ? theirs[0] : theirs[1];
 	o.stdin_fd = theirs[2];
+	o.fds_are_private = 1; /* pipes made here for this command alone */
 	o.stdin_data = NULL;
 	o.on_output = NULL;
 	sbx_exec_result res;

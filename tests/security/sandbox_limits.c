@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../integration/common.h"
@@ -163,4 +164,38 @@ Test(sandbox_limits, no_packet_sockets_in_any_mode)
 	/* the explicit opt-in still works where root inside is root of the
 	 * network namespace */
 	packet(SBX_NETWORK_NONE, SBX_USERNS_HOST, 1, 1);
+}
+
+/* init writes /etc/hostname, /etc/hosts and /etc/resolv.conf. It used to do
+ * so before pivot_root, through relative paths: an image whose etc is a
+ * symlink to /etc led it to the host's /etc (as host root with
+ * userns=host). Now they are written inside the new root. */
+Test(sandbox_limits, image_etc_symlink_does_not_reach_host_etc)
+{
+	char dir[] = "/tmp/sbx-etclink-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char p[600];
+	snprintf(p, sizeof(p), "mkdir -p %s/bin %s/real-etc && cp /bin/busybox %s/bin/ && ln -s busybox %s/bin/sh && "
+		 "ln -s /real-etc %s/etc", dir, dir, dir, dir, dir);
+	cr_assert_eq(system(p), 0);
+	struct stat before;
+	cr_assert_eq(stat("/etc/hostname", &before), 0);
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_image_import(NULL, rt, "etclink", dir, &err), 0, "import: %s", err ? err->msg : "?");
+	sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
+	so.image = "etclink";
+	so.userns = SBX_USERNS_HOST;
+	so.hostname = "etclink-probe";
+	sbx_sandbox *sb = sbx_test_sandbox(rt, &so);
+	int code;
+	char *out = sbx_test_sh(sb, "cat /etc/hostname", &code);
+	cr_assert_str_eq(out, "etclink-probe\n");
+	free(out);
+	destroy(sb);
+	struct stat after;
+	cr_assert_eq(stat("/etc/hostname", &after), 0);
+	cr_assert(after.st_ino == before.st_ino && after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
+		  after.st_mtim.tv_nsec == before.st_mtim.tv_nsec, "the host's /etc/hostname was rewritten");
+	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+	cr_assert_eq(system(p), 0);
 }

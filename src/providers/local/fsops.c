@@ -321,8 +321,13 @@ int sbx__local_chown(struct local_sb *sb, const char *path, const char *user, sb
 	_cleanup_close_ int dfd = open_parent(root, path, &base, err);
 	if (dfd < 0)
 		return dfd;
-	/* Ids inside are base + id on the host (user namespaces, idmap.c). */
+	/* Ids inside are base + id on the host (user namespaces, idmap.c);
+	 * an id past the range (from a client or the sandbox's own passwd)
+	 * would land in another sandbox's range, or wrap to host root. */
 	uint32_t idb = sbx__local_id_base(sb);
+	if (idb && (uid > 65535 || gid > 65535))
+		return sbx_error_set(err, -EINVAL, "chown %s: ids %u:%u are outside the sandbox's range (0-65535)",
+				     path, uid, gid);
 	if (fchownat(dfd, *base ? base : "", uid + idb, gid + idb,
 		     AT_SYMLINK_NOFOLLOW | (*base ? 0 : AT_EMPTY_PATH)) < 0)
 		return sbx_error_setsys(err, -errno, errno, "chown %s", path);

@@ -32,7 +32,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../../util/cleanup.h"
@@ -160,10 +159,14 @@ struct holder {
 static int holder_main(void *arg)
 {
 	struct holder *h = arg;
+	/* errno is the creator's too (shared TLS): only calls that cannot
+	 * fail here, and a wait whose errors (EAGAIN, EINTR) are retried
+	 * after the creator has read every errno it needs (go is set last). */
 	syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	struct timespec t = { .tv_sec = 0, .tv_nsec = 100000000 };
-	while (!h->go && syscall(SYS_getppid) == h->parent)
-		syscall(SYS_futex, &h->go, FUTEX_WAIT, 0, &t, NULL, 0);
+	if (syscall(SYS_getppid) != h->parent)
+		syscall(SYS_exit, 0);
+	while (!h->go)
+		syscall(SYS_futex, &h->go, FUTEX_WAIT, 0, NULL, NULL, 0);
 	syscall(SYS_exit, 0);
 	return 0;
 }
@@ -177,7 +180,8 @@ static int write_map(pid_t pid, const char *which, uint32_t base, int host_root)
 	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	return write(fd, map, (size_t)n) == n ? 0 : -errno;
+	ssize_t w = write(fd, map, (size_t)n);
+	return w == n ? 0 : w < 0 ? -errno : -EIO;
 }
 
 /* A user namespace mapping 0..65535 to base..base+65535 (and, with
@@ -273,31 +277,44 @@ int sbx__idmap_of_pid(pid_t pid, uint32_t *base)
 
 /*
  * Host-side writes into a sandbox (uploads, write_file, mkdir) create files
- * as its root: this thread's fsuid/fsgid become base (both are per thread),
- * and since that change clears the file capabilities from the effective set,
- * they are raised again from the permitted set, so the write may go where
- * root inside may. Paths stay resolved in the sandbox's root (files.c).
+ * as its root: this thread's fsuid/fsgid become base (both are per thread).
+ * That change clears the file capabilities from the effective set; the ones
+ * root inside has over its own files (chown, DAC override and read-search,
+ * fowner, fsetid) are raised again, nothing more, and the thread's set is
+ * restored afterwards. Paths stay resolved in the sandbox's root (files.c).
  */
-void sbx__idmap_enter(uint32_t base)
+#define FS_CAPS ((1u << CAP_CHOWN) | (1u << CAP_DAC_OVERRIDE) | (1u << CAP_DAC_READ_SEARCH) | \
+		 (1u << CAP_FOWNER) | (1u << CAP_FSETID))
+
+int sbx__idmap_enter(uint32_t base, struct sbx_fsid *saved)
 {
+	saved->base = base;
 	if (!base)
-		return;
+		return 0;
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	if (syscall(SYS_capget, &hdr, saved->caps) < 0)
+		return -errno;
 	setfsgid(base);
 	setfsuid(base);
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
-	struct __user_cap_data_struct d[2];
-	if (syscall(SYS_capget, &hdr, d) == 0) {
-		d[0].effective = d[0].permitted;
-		d[1].effective = d[1].permitted;
-		(void)syscall(SYS_capset, &hdr, d);
+	if ((uint32_t)setfsuid((uid_t)-1) != base || (uint32_t)setfsgid((gid_t)-1) != base) {
+		sbx__idmap_leave(saved);
+		return -EPERM;
 	}
+	struct __user_cap_data_struct d[2];
+	memcpy(d, saved->caps, sizeof(d));
+	d[0].effective |= d[0].permitted & FS_CAPS;
+	(void)syscall(SYS_capset, &hdr, d);
+	return 0;
 }
 
-void sbx__idmap_leave(uint32_t base)
+void sbx__idmap_leave(const struct sbx_fsid *saved)
 {
-	if (!base)
+	if (!saved->base)
 		return;
-	/* Back to fsuid 0 also brings the file capabilities back. */
 	setfsuid(0);
 	setfsgid(0);
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct d[2];
+	memcpy(d, saved->caps, sizeof(d));
+	(void)syscall(SYS_capset, &hdr, d);
 }

@@ -346,10 +346,12 @@ static int local_exec(sbx_exec_result *out, void *h, const sbx_exec_opts *o, sbx
 static int local_write(void *h, const char *path, const void *data, size_t len, unsigned mode,
 		       sbx_error **err)
 {
-	uint32_t base = sbx__local_id_base(h);
-	sbx__idmap_enter(base);
-	int r = sbx__local_write_file(h, path, data, len, mode, err);
-	sbx__idmap_leave(base);
+	struct sbx_fsid fs;
+	int r = sbx__idmap_enter(sbx__local_id_base(h), &fs);
+	if (r < 0)
+		return sbx_error_setsys(err, r, -r, "become root of the sandbox to write into it");
+	r = sbx__local_write_file(h, path, data, len, mode, err);
+	sbx__idmap_leave(&fs);
 	return r;
 }
 
@@ -360,10 +362,12 @@ static int local_read(void **data, size_t *len, void *h, const char *path, size_
 
 static int local_upload(void *h, const char *src, const char *dst, sbx_error **err)
 {
-	uint32_t base = sbx__local_id_base(h);
-	sbx__idmap_enter(base);
-	int r = sbx__local_upload(h, src, dst, err);
-	sbx__idmap_leave(base);
+	struct sbx_fsid fs;
+	int r = sbx__idmap_enter(sbx__local_id_base(h), &fs);
+	if (r < 0)
+		return sbx_error_setsys(err, r, -r, "become root of the sandbox to write into it");
+	r = sbx__local_upload(h, src, dst, err);
+	sbx__idmap_leave(&fs);
 	return r;
 }
 
@@ -559,10 +563,12 @@ static int l_list(sbx_file_info **out, size_t *n, void *h, const char *dir, unsi
 
 static int l_mkdir(void *h, const char *path, unsigned mode, sbx_error **err)
 {
-	uint32_t base = sbx__local_id_base(h);
-	sbx__idmap_enter(base);
-	int r = sbx__local_mkdir(h, path, mode, err);
-	sbx__idmap_leave(base);
+	struct sbx_fsid fs;
+	int r = sbx__idmap_enter(sbx__local_id_base(h), &fs);
+	if (r < 0)
+		return sbx_error_setsys(err, r, -r, "become root of the sandbox to write into it");
+	r = sbx__local_mkdir(h, path, mode, err);
+	sbx__idmap_leave(&fs);
 	return r;
 }
 

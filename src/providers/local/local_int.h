@@ -43,9 +43,13 @@ int sbx__idmap_range(uint32_t *start, uint32_t *count, sbx_error **err);
 /* Host id of root inside the user namespace of pid (0: the host's). */
 int sbx__idmap_of_pid(pid_t pid, uint32_t *base);
 /* This thread creates files as host id base (root inside) until leave;
- * no-ops for base 0. */
-void sbx__idmap_enter(uint32_t base);
-void sbx__idmap_leave(uint32_t base);
+ * no-ops for base 0. enter: 0 or -errno (then nothing changed). */
+struct sbx_fsid {
+	uint32_t base;
+	uint32_t caps[6]; /* the thread's capability sets before (capget v3) */
+};
+int sbx__idmap_enter(uint32_t base, struct sbx_fsid *saved);
+void sbx__idmap_leave(const struct sbx_fsid *saved);
 
 struct sbx_nsset {
 	int net, uts, ipc;  /* O_RDONLY fds of /proc/.../ns/<kind>, -1 = none */

@@ -90,16 +90,22 @@ void sbx__local_proc_free(struct local_proc *p, int kill)
 /*
  * A pipe belongs to whoever made it (host root) and is mode 0600, so root
  * of a user namespace could not reopen /proc/self/fd/1 (`echo >
- * /dev/stdout`, `tee /dev/stderr`): anonymous pipes handed to a command
- * are given to root inside, as container runtimes do. Named FIFOs and every
- * other kind of fd are left alone.
+ * /dev/stdout`, `tee /dev/stderr`): anonymous pipes made for this command
+ * (here, or by a caller that says so: fds_are_private) are given to root
+ * inside, as container runtimes do. Named FIFOs, a caller's other pipes and
+ * every other kind of fd are left alone.
  */
-static void give_pipes_to_root_inside(struct local_sb *sb, const int child[3])
+static void give_pipes_to_root_inside(struct local_sb *sb, const int child[3], const int made[3])
 {
 	uint32_t base = sbx__local_id_base(sb);
 	if (!base)
 		return;
 	for (int i = 0; i < 3; i++) {
+		/* A caller's own pipe (its stderr, say) stays the caller's:
+		 * root inside could otherwise reopen it and read or write
+		 * what other host processes share through it. */
+		if (!made[i])
+			continue;
 		struct stat st;
 		struct statfs fs;
 		if (fstat(child[i], &st) == 0 && S_ISFIFO(st.st_mode) && st.st_uid == 0 &&
@@ -168,7 +174,9 @@ int sbx__local_proc_start(struct local_proc **out, struct sbx_process_fds *fds, 
 	for (int i = 0; i < 3; i++)
 		if (child[i] < 0)
 			goto sys_fail;
-	give_pipes_to_root_inside(sb, child);
+	int made[3] = { o->stdin_fd >= 0 && o->fds_are_private, o->stdout_fd < 0 || o->fds_are_private,
+			o->stderr_fd < 0 || o->fds_are_private };
+	give_pipes_to_root_inside(sb, child, made);
 	if ((r = sbx__local_connect(sb, &p->conn, err)) < 0)
 		goto out;
 	r = sbx__msg_send(p->conn, &m, child, 3);

@@ -60,7 +60,7 @@ static void add_setup_env(struct sbx_msg *m, const sbx_image *img, const sbx_san
 }
 
 static void build_setup(struct sbx_msg *m, char *buf, size_t cap, struct local_sb *sb, const void *prog,
-			size_t prog_len, const sbx_image *img, const struct sbx_idmap *idm,
+			size_t prog_len, const sbx_image *img, const struct sbx_idmap *idm, int cpu_run,
 			const sbx_sandbox_opts *o)
 {
 	sbx__msg_init(m, buf, cap, M_SETUP);
@@ -99,7 +99,7 @@ static void build_setup(struct sbx_msg *m, char *buf, size_t cap, struct local_s
 		sbx__msg_add_u64(m, T_ID_BASE, idm->base);
 	if (idm->userns >= 0 && o->upper_dir)
 		sbx__msg_add_u64(m, T_UPPER_IDMAP, 1);
-	if (o->cpus > 0 && sb->ctx->cg.mode == CG_V1)
+	if (cpu_run)
 		sbx__msg_add_u64(m, T_CPU_RUN, 1);
 	if (o->net_raw)
 		sbx__msg_add_u64(m, T_NET_RAW, 1);
@@ -121,11 +121,14 @@ int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const str
 	size_t cap = 64 * 1024;
 	_cleanup_free_ char *buf = xmalloc(cap);
 	struct sbx_msg m;
-	build_setup(&m, buf, cap, sb, prog, prog_len, img, idm, o);
+	/* v1 with a CPU quota: the group commands join (init stays out). A
+	 * host whose cpu hierarchy is missing has no quota to leave out. */
+	_cleanup_close_ int run = o->cpus > 0 && sb->ctx->cg.mode == CG_V1 ? sbx__cg_cpu_run_fd(&sb->ctx->cg, sb->id) : -1;
+	build_setup(&m, buf, cap, sb, prog, prog_len, img, idm, run >= 0, o);
 	if (m.overflow) {
 		cap = SBX_MSG_MAX;
 		buf = xrealloc(buf, cap);
-		build_setup(&m, buf, cap, sb, prog, prog_len, img, idm, o);
+		build_setup(&m, buf, cap, sb, prog, prog_len, img, idm, run >= 0, o);
 	}
 	/* fds: the listener, then (userns) the namespace and the id slot's
 	 * lock (and the upper dir's idmap), then the exec cgroup dir if any. */
@@ -152,14 +155,6 @@ int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const str
 	}
 	if (cg >= 0)
 		fds[n++] = cg;
-	/* announced by build_setup whenever v1 has a CPU quota */
-	_cleanup_close_ int run = o->cpus > 0 && sb->ctx->cg.mode == CG_V1 ? sbx__cg_cpu_run_fd(&sb->ctx->cg, sb->id) : -2;
-	if (run == -1) {
-		r = -errno;
-		if (cg >= 0)
-			close(cg);
-		return sbx_error_setsys(err, r, -r, "open the CPU group of sandbox %s", sb->id);
-	}
 	if (run >= 0)
 		fds[n++] = run;
 	r = sbx__msg_sendf(sync, &m, fds, n, flags);

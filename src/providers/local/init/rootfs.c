@@ -303,16 +303,16 @@ int init_rootfs(struct init_cfg *cfg, char *msg, size_t msglen)
 	/* sysfs needs a net namespace we own; with network=host it shows the host's. */
 	if (!cfg->network_host)
 		mount("sysfs", "sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-	init_as_sandbox_root(cfg, 1);
-	r = identity_files(cfg, msg, msglen);
-	init_as_sandbox_root(cfg, 0);
-	if (r < 0)
-		return r;
 	if (syscall(SYS_pivot_root, ".", ".") < 0)
 		FAIL("pivot_root");
 	if (umount2(".", MNT_DETACH) < 0)
 		FAIL("detach old root");
 	if (chdir("/") < 0)
 		FAIL("chdir /");
-	return 0;
+	/* After pivot_root: an image whose etc is a symlink to /etc must lead
+	 * to its own /etc, not the host's. */
+	init_as_sandbox_root(cfg, 1);
+	r = identity_files(cfg, msg, msglen);
+	init_as_sandbox_root(cfg, 0);
+	return r;
 }
