@@ -303,6 +303,16 @@ static char *sh(const struct sbref *s, const char *cmd)
 	snprintf(wrapped, sizeof(wrapped), "{ %s ; } >/tmp/.out 2>&1", cmd);
 	run(s, wrapped);
 	struct resp r = envd(s, "GET", "/files?path=/tmp/.out", NULL, NULL, 0, NULL, 30000);
+	/* KNOWN BUG (open, docs/server.md): about 1 read in 5-10 of a file just
+	 * written gets no response (status 0) or EBADF from the server under
+	 * load; not yet explained. Retried here, and reported, so the attacks
+	 * these tests check stay tested meanwhile. */
+	for (int tries = 0; tries < 3 && (r.status == 0 || r.status >= 500); tries++) {
+		fprintf(stderr, "server_harness: GET /files of /tmp/.out got %ld; retrying (known bug)\n", r.status);
+		free(r.body);
+		nap_ms(200);
+		r = envd(s, "GET", "/files?path=/tmp/.out", NULL, NULL, 0, NULL, 30000);
+	}
 	cr_assert_eq(r.status, 200, "read output: %ld %s", r.status, r.body);
 	return r.body;
 }
