@@ -61,12 +61,9 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 R=$WORK/rootfs
-mkdir -p "$R"/{bin,sbin,usr/bin,usr/sbin,etc,proc,dev,sys,tmp,root}
-cp "$BB" "$R/bin/busybox"
-for p in $("$BB" --list-full); do [ -e "$R/$p" ] || ln -s /bin/busybox "$R/$p"; done
-echo 'root:x:0:0:root:/root:/bin/sh' > "$R/etc/passwd"
-echo 'root:x:0:' > "$R/etc/group"
-chmod 1777 "$R/tmp"
+# shellcheck source=rootfs.sh
+. "$(dirname "$0")/rootfs.sh"
+bench_rootfs "$R" "$BB" || exit 1
 "$WORK/bin/sbx-after" image import bench-busybox "$R" >/dev/null || exit 1
 head -c 10485760 /dev/zero > "$WORK/in10"
 : > "$WORK/small"

@@ -41,11 +41,9 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 ROOTFS=$WORK/rootfs
-mkdir -p "$ROOTFS"/{bin,sbin,usr/bin,usr/sbin,etc,proc,dev,sys,tmp,root}
-cp "$BB" "$ROOTFS/bin/busybox"
-for p in $("$BB" --list-full); do [ -e "$ROOTFS/$p" ] || ln -s /bin/busybox "$ROOTFS/$p"; done
-echo 'root:x:0:0:root:/root:/bin/sh' > "$ROOTFS/etc/passwd"
-echo 'root:x:0:' > "$ROOTFS/etc/group"
+# shellcheck source=rootfs.sh
+. "$(dirname "$0")/rootfs.sh"
+bench_rootfs "$ROOTFS" "$BB" || exit 1
 
 for b in before after; do
   src=$BEFORE; [ $b = after ] && src=$AFTER

@@ -113,14 +113,9 @@ if [ -z "$BB" ] || ldd "$BB" >/dev/null 2>&1; then
   echo "bench: a static busybox is needed (Debian: busybox-static; scripts/deps.sh installs it)" >&2
   exit 1
 fi
-mkdir -p "$ROOTFS"/{bin,sbin,usr/bin,usr/sbin,etc,proc,dev,sys,tmp,root}
-cp "$BB" "$ROOTFS/bin/busybox"
-for p in $("$BB" --list-full); do
-  [ -e "$ROOTFS/$p" ] || ln -s /bin/busybox "$ROOTFS/$p"
-done
-echo 'root:x:0:0:root:/root:/bin/sh' > "$ROOTFS/etc/passwd"
-echo 'root:x:0:' > "$ROOTFS/etc/group"
-chmod 1777 "$ROOTFS/tmp"
+# shellcheck source=rootfs.sh
+. "$(dirname "$0")/rootfs.sh"
+bench_rootfs "$ROOTFS" "$BB" || exit 1
 echo "rootfs $ROOTFS: $(find "$ROOTFS" | wc -l) entries, $(du -sh "$ROOTFS" | cut -f1)"
 
 # --- which tools can run --------------------------------------------------------

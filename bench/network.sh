@@ -29,11 +29,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 R=$WORK/rootfs
-mkdir -p "$R"/{bin,sbin,usr/bin,usr/sbin,etc,proc,dev,sys,tmp,root} "$SBX_IMAGE_DIR" "$SBX_STATE_DIR"
-cp "$BB" "$R/bin/busybox"
-for p in $("$BB" --list-full); do [ -e "$R/$p" ] || ln -s /bin/busybox "$R/$p"; done
-echo 'root:x:0:0:root:/root:/bin/sh' > "$R/etc/passwd"
-echo 'root:x:0:' > "$R/etc/group"
+mkdir -p "$SBX_IMAGE_DIR" "$SBX_STATE_DIR"
+# shellcheck source=rootfs.sh
+. "$(dirname "$0")/rootfs.sh"
+bench_rootfs "$R" "$BB" || exit 1
 "$SBX" image import busybox "$R" >/dev/null || exit 1
 echo "kernel $(uname -r), $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg), git $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null)"
 "$BIN" --image busybox "$@"
