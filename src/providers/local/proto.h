@@ -47,6 +47,8 @@ enum sbx_msg_tag {
 	                  namespace that idmaps the host upper dir (setup.c) */
 	T_CPU_RUN,    /* M_SETUP: the last fd is the cgroup.procs commands join
 	                 (v1 CPU quota; init stays outside it) */
+	T_VOLATILE,   /* M_SETUP: the upper dir is a throwaway scratch layer:
+	                 mount the overlay `volatile` (no syncs into it) */
 };
 
 struct sbx_msg {
