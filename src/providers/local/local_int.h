@@ -84,7 +84,7 @@ void sbx__nspool_release(struct sbx_nspool *p, int fd);
 enum { SCRATCH_TMPFS = 0, SCRATCH_DISK = 1 };
 struct sbx_scratch {
 	pthread_mutex_t lock;
-	int opened, mode, failed;
+	int opened, mode, failed, warned;
 	int dirfd;          /* <scratch root>/<state dir key>, SCRATCH_DISK only */
 	char *state, *dir, *why;
 	uint64_t fs_bytes;  /* size of the scratch file system */
