@@ -9,7 +9,8 @@
  *     a worker thread; if the caller gives up, the worker destroys whatever
  *     the provider still produces. Nothing is leaked by a cancelled episode.
  *     The worker reads only its attempt's own copy of the spec, since the
- *     caller's is borrowed for the call alone.
+ *     caller's is borrowed for the call alone, and sbx_runtime_free waits
+ *     for workers before it frees the provider contexts they use.
  *   - ownership labels (sbx.task, sbx.launcher, sbx.run_id) on every sandbox.
  */
 #include <ctype.h>
@@ -230,9 +231,10 @@ struct attempt {
 	int done;
 	int abandoned;          /* the caller gave up; the worker cleans up */
 	const sbx_provider_ops *ops;  /* static, or registered for the process's life */
+	sbx_runtime *rt;        /* held (sbx__runtime_worker_hold) while a worker runs */
 	void *ctx;              /* the runtime's provider context */
 	struct spec spec;
-	struct sbx_sem *sem;
+	struct sbx_sem *sem;    /* the runtime's */
 	int r;
 	void *impl;
 	char *id;
@@ -296,8 +298,10 @@ static void run_attempt(struct attempt *a)
 static void *attempt_thread(void *arg)
 {
 	struct attempt *a = arg;
+	sbx_runtime *rt = a->rt;
 	run_attempt(a);
 	attempt_unref(a);
+	sbx__runtime_worker_release(rt);
 	return NULL;
 }
 
@@ -397,6 +401,7 @@ int sbx_sandbox_create_ex(sbx_sandbox **out, sbx_runtime *rt, const sbx_sandbox_
 		pthread_cond_init(&a->c, NULL);
 		a->refs = 1;
 		a->ops = ops;
+		a->rt = rt;
 		a->ctx = ctx;
 		spec_copy(&a->spec, opts, labels, ttl);
 		a->sem = sem;
@@ -405,7 +410,13 @@ int sbx_sandbox_create_ex(sbx_sandbox **out, sbx_runtime *rt, const sbx_sandbox_
 		pthread_t th;
 		if (threaded) {
 			a->refs = 2;
-			if (pthread_create(&th, NULL, attempt_thread, a) != 0) {
+			sbx__runtime_worker_hold(rt);
+			int e = pthread_create(&th, NULL, attempt_thread, a);
+			if (e != 0) {
+				/* Still correct, only no longer cancellable mid-call. */
+				SBX_LOGW("%s create: no worker thread (%s); running it uncancellable",
+					 ops->name, strerror(e));
+				sbx__runtime_worker_release(rt);
 				a->refs = 1;
 				run_attempt(a);
 			} else {

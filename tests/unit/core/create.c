@@ -29,7 +29,7 @@ static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
 static int entered, gate_open, returned, closed, destroys;
 static int spec_ok = -1, ctx_ok = -1;
-static int fini_called;
+static int fini_called, runtime_freed;
 
 static void bump(int *v, int to)
 {
@@ -303,4 +303,29 @@ Test(core_create, timed_out_create_reads_its_own_copy_of_the_spec)
 	cr_assert_eq(wait_set(&entered, 30), 0);
 	bump(&gate_open, 1);
 	expect_reaped();
+}
+
+static void *free_runtime(void *arg)
+{
+	sbx_runtime_free(arg);
+	bump(&runtime_freed, 1);
+	return NULL;
+}
+
+Test(core_create, runtime_free_waits_for_an_abandoned_create)
+{
+	abandoned_create(rt, 1, -ECANCELED);
+	sbx_runtime *r = rt;
+	rt = NULL;
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, free_runtime, r), 0);
+	/* Freeing the runtime now would pull the provider context from under
+	 * the worker; it must wait. (Only the pass direction is certain: a
+	 * broken free returns at once and the check below catches it.) */
+	int early = wait_set(&runtime_freed, 0.3) == 0;
+	bump(&gate_open, 1);
+	pthread_join(th, NULL);
+	cr_assert_not(early, "sbx_runtime_free returned while a create still ran");
+	expect_reaped();
+	cr_assert_eq(fini_called, 1);
 }
