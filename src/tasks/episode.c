@@ -332,6 +332,8 @@ static int stage_create(struct ep *e, const sbx_task_image *img)
 	ctl.timeout_s = remaining(e) > 0 ? remaining(e) : 0.001;
 	ctl.keepalive = 1;
 	int r = sbx_sandbox_create_ex(&e->sb, e->rt, &so, &ctl, &err);
+	/* Safe also on -ETIMEDOUT with the create still running: it works on its
+	 * own copy of `so` (the image name, the task's strings, these labels). */
 	sbx__strv_free(labels);
 	if (r == 0) {
 		e->res->sandbox_id = xstrdup(sbx_sandbox_id(e->sb));
