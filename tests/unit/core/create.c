@@ -284,10 +284,11 @@ static void expect_reaped(void)
 	cr_assert_eq(wait_set(&returned, 30), 0, "the provider create never returned");
 	cr_assert_eq(wait_set(&closed, 30), 0, "the orphan was never closed");
 	pthread_mutex_lock(&m);
-	cr_assert_eq(spec_ok, 1, "the abandoned create read the caller's freed spec");
-	cr_assert_eq(ctx_ok, 1, "the provider context was gone");
-	cr_assert_eq(destroys, 1, "the orphan was not destroyed");
+	int sok = spec_ok, cok = ctx_ok, n = destroys;
 	pthread_mutex_unlock(&m);
+	cr_assert_eq(sok, 1, "the abandoned create read the caller's freed spec");
+	cr_assert_eq(cok, 1, "the provider context was gone");
+	cr_assert_eq(n, 1, "the orphan was not destroyed");
 }
 
 Test(core_create, cancelled_create_reads_its_own_copy_of_the_spec)
