@@ -123,7 +123,7 @@ Test(orchestration, semaphore_bounds_concurrent_creates)
 	struct worker w[12];
 	for (int i = 0; i < 12; i++) {
 		w[i] = (struct worker){ .o = fopts(), .ctl = SBX_CREATE_CTL_INIT };
-		pthread_create(&th[i], NULL, create_one, &w[i]);
+		cr_assert_eq(pthread_create(&th[i], NULL, create_one, &w[i]), 0);
 	}
 	for (int i = 0; i < 12; i++) {
 		pthread_join(th[i], NULL);
@@ -153,9 +153,9 @@ Test(orchestration, backoff_releases_the_slot)
 	struct worker a = { .o = fopts(), .ctl = SBX_CREATE_CTL_INIT };
 	struct worker b = { .o = fopts(), .ctl = SBX_CREATE_CTL_INIT };
 	pthread_t ta, tb;
-	pthread_create(&ta, NULL, create_one, &a);
+	cr_assert_eq(pthread_create(&ta, NULL, create_one, &a), 0);
 	usleep(50000);
-	pthread_create(&tb, NULL, create_one, &b);
+	cr_assert_eq(pthread_create(&tb, NULL, create_one, &b), 0);
 	pthread_join(ta, NULL);
 	pthread_join(tb, NULL);
 	cr_assert(a.ok && b.ok);
@@ -190,7 +190,7 @@ Test(orchestration, cancel_during_create_leaves_nothing)
 	ctl.cancel = sbx_cancel_new();
 	struct firer f = { ctl.cancel, 50 };
 	pthread_t th;
-	pthread_create(&th, NULL, fire_later, &f);
+	cr_assert_eq(pthread_create(&th, NULL, fire_later, &f), 0);
 	double t0 = now();
 	sbx_sandbox *sb = NULL;
 	sbx_error *err = NULL;
@@ -268,7 +268,7 @@ Test(orchestration, cancelled_create_outlives_the_callers_spec)
 	ctl.task = task;
 	struct firer f = { ctl.cancel, 50 };
 	pthread_t th;
-	pthread_create(&th, NULL, fire_later, &f);
+	cr_assert_eq(pthread_create(&th, NULL, fire_later, &f), 0);
 	sbx_sandbox *sb = NULL;
 	sbx_error *err = NULL;
 	cr_assert_eq(sbx_sandbox_create_ex(&sb, rt, o, &ctl, &err), -ECANCELED);
@@ -403,8 +403,10 @@ static void *soak_worker(void *arg)
 		int cancel = rand_r(&seed) % 100 < 5;
 		pthread_t th;
 		struct firer f = { ctl.cancel, rand_r(&seed) % 4 };
-		if (cancel)
-			pthread_create(&th, NULL, fire_later, &f);
+		if (cancel && pthread_create(&th, NULL, fire_later, &f) != 0) {
+			sbx_cancel_fire(ctl.cancel); /* no thread: cancel at once */
+			cancel = 0;
+		}
 		sbx_sandbox *sb = NULL;
 		int r = sbx_sandbox_create_ex(&sb, rt, &o, &ctl, NULL);
 		if (cancel)
@@ -444,7 +446,7 @@ Test(orchestration, soak_2000_episodes_leave_nothing, .timeout = 900)
 	sbx_faulty_configure(&c);
 	pthread_t th[SOAK_WORKERS];
 	for (int i = 0; i < SOAK_WORKERS; i++)
-		pthread_create(&th[i], NULL, soak_worker, NULL);
+		cr_assert_eq(pthread_create(&th[i], NULL, soak_worker, NULL), 0);
 	for (int i = 0; i < SOAK_WORKERS; i++)
 		pthread_join(th[i], NULL);
 	usleep(300000);
