@@ -171,8 +171,10 @@ struct spec {
 };
 
 #define ALIGN_UP(n, a) (((n) + (a) - 1) / (a) * (a))
-/* A field added to sbx_sandbox_opts trips this: if it is a pointer, copy it
- * in spec_copy() (and free it in spec_clear()) before moving the check. */
+/* A field appended to sbx_sandbox_opts trips this (a pointer always does:
+ * trailing padding is narrower than the struct's pointer alignment). If it
+ * is a pointer, copy it in spec_copy() and free it in spec_clear(); then
+ * name the new last field here. */
 _Static_assert(sizeof(sbx_sandbox_opts) ==
 		       ALIGN_UP(offsetof(sbx_sandbox_opts, net_raw) + sizeof(int), _Alignof(sbx_sandbox_opts)),
 	       "sbx_sandbox_opts grew: review spec_copy()");
