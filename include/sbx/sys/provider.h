@@ -37,7 +37,10 @@ typedef struct sbx_provider_ops {
 	int (*init)(void **ctx_out, sbx_runtime *rt, sbx_error **err);
 	void (*fini)(void *ctx);
 
-	/** Makes a sandbox; *id_out owned (malloc'd) by the core afterwards. */
+	/** Makes a sandbox; *id_out owned (malloc'd) by the core afterwards.
+	 *  `opts` (the core's own copy) is valid only during the call: copy what
+	 *  the handle keeps. May run on a worker thread after the caller of
+	 *  sbx_sandbox_create_ex() gave up; `ctx` stays valid until it returns. */
 	int (*create)(void **sb_out, char **id_out, void *ctx, const sbx_sandbox_opts *opts,
 		      sbx_error **err);
 	/** Attaches to an existing sandbox by id. */
