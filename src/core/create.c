@@ -176,7 +176,7 @@ struct spec {
  * is a pointer, copy it in spec_copy() and free it in spec_clear(); then
  * name the new last field here. */
 _Static_assert(sizeof(sbx_sandbox_opts) ==
-		       ALIGN_UP(offsetof(sbx_sandbox_opts, net_raw) + sizeof(int), _Alignof(sbx_sandbox_opts)),
+		       ALIGN_UP(offsetof(sbx_sandbox_opts, scratch) + sizeof(sbx_scratch_kind), _Alignof(sbx_sandbox_opts)),
 	       "sbx_sandbox_opts grew: review spec_copy()");
 
 static char *dup_opt(const char *s)
