@@ -28,6 +28,9 @@
 #include "../integration/common.h"
 #include "bash_image.h"
 
+/* Each test file uses its own subset of these helpers. */
+#pragma GCC diagnostic ignored "-Wunused-function"
+
 struct srv {
 	pid_t pid;
 	int port;
