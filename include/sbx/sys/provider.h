@@ -18,7 +18,9 @@
 extern "C" {
 #endif
 
-/** What a provider's process_start reports (fds are owned by the provider handle). */
+/** What a provider's process_start reports. out_fd, err_fd and status_fd stay owned by the
+ *  provider handle (closed by process_free); in_fd passes to the caller, which closes it
+ *  (sbx_process_close_stdin(), sbx_process_free()): process_free must not close it again. */
 struct sbx_process_fds {
 	pid_t pid;
 	int out_fd;     /**< stdout read end or -1 */
