@@ -349,7 +349,19 @@ static void start_build(struct srv_req *r, const char *tid, const char *bid)
 		sbx__srv_reply_error(r, b ? 409 : 404, b ? "build already started" : "build %s not found", bid);
 		return;
 	}
-	pthread_create(&b->thread, NULL, build_main, b);
+	int e = pthread_create(&b->thread, NULL, build_main, b);
+	if (e != 0) {
+		/* No thread to join later: the build ends here, as a failure. */
+		pthread_mutex_lock(&r->srv->build_lock);
+		b->started = 0;
+		b->status = "error";
+		free(b->reason);
+		b->reason = xasprintf("could not start the build thread: %s", strerror(e));
+		pthread_mutex_unlock(&r->srv->build_lock);
+		add_log(b, "error", b->reason);
+		sbx__srv_reply_error(r, 503, "build %s: %s; retry", bid, b->reason);
+		return;
+	}
 	sbx__srv_reply_empty(r, 202);
 }
 
