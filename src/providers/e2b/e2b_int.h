@@ -4,7 +4,7 @@
  * share and easy-handle pool of the process; api.c the control plane (REST);
  * envd.c the data plane (Connect JSON: unary calls, the 5-byte envelope
  * stream parser, events, file-system RPCs); proc.c commands (exec and
- * streamed processes); files.c file transfer; codec.c base64, URLs and error
+ * streamed processes); files.c file transfer; codec.c URLs, times and error
  * mapping; templates.c template builds; e2b.c the ops table.
  */
 #ifndef SBX_PROVIDERS_E2B_INT_H
@@ -50,10 +50,6 @@ char *sbx__e2b_envd_url(const struct e2b_cfg *c, const char *id, const char *res
 
 /* ---- codecs (codec.c) ---- */
 
-/* Standard padded base64. Owned, NUL-terminated. */
-char *sbx__e2b_b64_encode(const void *data, size_t len);
-/* Accepts standard or URL-safe, padded or not. -EINVAL on bad input. */
-int sbx__e2b_b64_decode(char **out, size_t *len_out, const char *in, size_t in_len);
 /* Percent-encodes for a query value or path segment. Owned. */
 char *sbx__e2b_urlenc(const char *s);
 /* RFC 3339 -> unix seconds (0 when unparsable). */

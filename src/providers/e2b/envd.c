@@ -13,6 +13,7 @@
 #include <curl/curl.h>
 
 #include "../../util/alloc.h"
+#include "../../util/base64.h"
 #include "../../util/cleanup.h"
 #include "../../util/str.h"
 #include "e2b_int.h"
@@ -53,7 +54,7 @@ struct curl_slist *sbx__e2b_envd_headers(const struct e2b_conn *c, const char *c
 		lines[n++] = xstrdup("Keepalive-Ping-Interval: 30");
 	if (user && *user) {
 		_cleanup_free_ char *up = xasprintf("%s:", user);
-		_cleanup_free_ char *b = sbx__e2b_b64_encode(up, strlen(up));
+		_cleanup_free_ char *b = sbx__base64_encode(up, strlen(up), SBX_B64_STD);
 		lines[n++] = xasprintf("Authorization: Basic %s", b);
 	}
 	struct curl_slist *h = sbx__e2b_headers((const char *const *)lines);
@@ -170,8 +171,16 @@ int sbx__e2b_event_parse(struct e2b_event *out, const char *json, size_t len)
 			out->fd = 1;
 		}
 		const char *b = json_string_value(s);
-		if (!b || sbx__e2b_b64_decode(&out->data, &out->len, b, strlen(b)) < 0)
+		size_t bl = b ? strlen(b) : 0;
+		sbx_buf raw;
+		sbx__buf_init(&raw, sbx__base64_decoded_max(bl));
+		/* protobuf JSON bytes: either alphabet, padded or not */
+		if (!b || sbx__base64_decode_buf(&raw, b, bl, SBX_B64_ANY_ALPHABET |
+						 SBX_B64_PAD_OPTIONAL) < 0)
 			r = -EPROTO;
+		else
+			out->data = sbx__buf_steal(&raw, &out->len);
+		sbx__buf_free(&raw);
 	} else if ((x = json_object_get(ev, "end"))) {
 		out->type = E2B_EV_END;
 		json_t *ec = json_object_get(x, "exitCode");

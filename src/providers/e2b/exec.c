@@ -19,6 +19,7 @@
 #include <curl/curl.h>
 
 #include "../../util/alloc.h"
+#include "../../util/base64.h"
 #include "../../util/cleanup.h"
 #include "../../util/fs.h"
 #include "../../util/str.h"
@@ -227,7 +228,7 @@ int sbx__e2b_send_signal(const struct e2b_conn *c, unsigned pid, int sig, sbx_er
 
 static int send_input(const struct e2b_feeder *f, const char *d, size_t n)
 {
-	_cleanup_free_ char *b = sbx__e2b_b64_encode(d, n);
+	_cleanup_free_ char *b = sbx__base64_encode(d, n, SBX_B64_STD);
 	json_t *req = json_pack("{s:{s:I}, s:{s:s}}", "process", "pid", (json_int_t)f->pid, "input",
 				"stdin", b);
 	int r = sbx__e2b_unary(NULL, f->conn, "process.Process/SendInput", req, "root", "send stdin", NULL);
