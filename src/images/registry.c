@@ -17,7 +17,6 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 
 #include <sbx/version.h>
 
@@ -26,6 +25,7 @@
 #include "util/cleanup.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/sha256.h"
 #include "util/str.h"
 #include "registry_int.h"
 #include "store.h"
@@ -358,7 +358,7 @@ static int request(struct sbx_registry *c, const char *path, const char *accept,
 		if (x->body)
 			x->body->len = 0;
 		if (x->md)
-			EVP_DigestInit_ex(x->md, EVP_sha256(), NULL);
+			sbx__sha256_reset(x->md);
 		CURLcode rc = perform(c, url, c->plain_ok, accept, authz, x);
 		if (authz)
 			explicit_bzero(authz, strlen(authz));
@@ -432,9 +432,7 @@ int sbx__registry_get_blob_file(struct sbx_registry *c, const char *digest, uint
 {
 	struct xfer x = { .fd = fd, .limit = size, .progress = progress, .payload = payload };
 	sbx__buf_init(&x.errbody, ERRBODY_MAX);
-	x.md = EVP_MD_CTX_new();
-	if (!x.md)
-		return sbx_error_set(err, -ENOMEM, "sha256: out of memory");
+	x.md = sbx__sha256_new();
 	_cleanup_free_ char *path = xasprintf("blobs/%s", digest);
 	_cleanup_free_ char *what = xasprintf("blob %s", digest);
 	int r = request(c, path, NULL, &x, what, err);
@@ -442,12 +440,8 @@ int sbx__registry_get_blob_file(struct sbx_registry *c, const char *digest, uint
 		r = sbx_error_set(err, -EINVAL, "blob %s has %llu bytes, the manifest says %llu",
 				  digest, (unsigned long long)x.got, (unsigned long long)size);
 	if (r == 0) {
-		unsigned char md[EVP_MAX_MD_SIZE];
-		unsigned int n = 0;
-		char hex[2 * EVP_MAX_MD_SIZE + 1];
-		EVP_DigestFinal_ex(x.md, md, &n);
-		for (unsigned int i = 0; i < n; i++)
-			snprintf(hex + 2 * i, 3, "%02x", md[i]);
+		char hex[SBX_SHA256_HEX_LEN + 1];
+		sbx__sha256_final_hex(x.md, hex);
 		if (strcmp(hex, digest + 7) != 0)
 			r = sbx_error_set(err, -EINVAL, "blob %s has digest sha256:%s", digest, hex);
 	}
