@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to src/providers/e2b: the E2B client. http.c is the one libcurl
- * share and easy-handle pool of the process; api.c the control plane (REST);
+ * Private to src/providers/e2b: the E2B client. http.c puts requests on the
+ * process's shared HTTP client (util/http.c); api.c the control plane (REST);
  * envd.c the data plane (Connect JSON: unary calls, the 5-byte envelope
  * stream parser, events, file-system RPCs); proc.c commands (exec and
  * streamed processes); files.c file transfer; codec.c URLs, times and error
@@ -67,7 +67,7 @@ int sbx__e2b_map_connect_code(const char *code);
 struct e2b_req {
 	const char *method;          /* "GET", "POST", "DELETE", "PUT" */
 	const char *url;
-	struct curl_slist *headers;  /* borrowed */
+	const char *const *headers;  /* "Name: value" lines, NULL-terminated; borrowed */
 	const void *body;            /* request body (memory), or NULL */
 	size_t body_len;
 	int body_fd;                 /* or: prefix + this file + suffix (>= 0) */
@@ -87,15 +87,11 @@ struct e2b_req {
 	char next_token[512];
 };
 
-/* Performs one request on a pooled handle (connections are reused).
+/* Performs one request on the shared client (connections are reused).
  * @return 0 when a response arrived (any status), -ETIMEDOUT, -ECANCELED,
- *         -ECONNREFUSED, -EIO (transport), or the on_data code. */
+ *         -ECONNREFUSED, -E2BIG (resp full), -EIO (transport), or the
+ *         on_data code (err then unset). */
 int sbx__e2b_http(struct e2b_req *rq, sbx_error **err);
-/* Builds a header list; NULL-terminated "Name: value" strings. */
-struct curl_slist *sbx__e2b_headers(const char *const *lines);
-void sbx__e2b_headers_free(struct curl_slist *h);
-/* Idle pooled handles (tests). */
-size_t sbx__e2b_http_idle(void);
 
 /* ---- control plane (api.c) ---- */
 
@@ -160,8 +156,9 @@ struct e2b_conn {
 void sbx__e2b_conn_copy(struct e2b_conn *dst, const struct e2b_conn *src);
 void sbx__e2b_conn_clear(struct e2b_conn *c);
 
-/* Headers for an envd call; user NULL = none. Owned list. */
-struct curl_slist *sbx__e2b_envd_headers(const struct e2b_conn *c, const char *content_type,
+/* Headers for an envd call; user NULL = none. Owned: free with
+ * sbx__http_headers_free (the access token is in there). */
+char **sbx__e2b_envd_headers(const struct e2b_conn *c, const char *content_type,
 					 const char *user, long timeout_ms, int stream);
 
 /* Incremental Connect envelope parser. */

@@ -18,11 +18,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 
 #include "../../util/alloc.h"
 #include "../../util/cleanup.h"
 #include "../../util/fs.h"
+#include "../../util/http.h"
 #include "../../util/str.h"
 #include "e2b_int.h"
 
@@ -65,10 +65,10 @@ static int post_file(const struct e2b_conn *c, const char *path, const void *dat
 	size_t plen, slen;
 	sbx__e2b_multipart(&prefix, &plen, &suffix, &slen, ctype, sizeof(ctype), path);
 	_cleanup_free_ char *url = files_url(c, path);
-	struct curl_slist *h = sbx__e2b_envd_headers(c, ctype, NULL, 0, 0);
+	char **h = sbx__e2b_envd_headers(c, ctype, NULL, 0, 0);
 	sbx_buf resp;
 	sbx__buf_init(&resp, 1u << 20);
-	struct e2b_req rq = { .method = "POST", .url = url, .headers = h, .body_fd = -1,
+	struct e2b_req rq = { .method = "POST", .url = url, .headers = (const char *const *)h, .body_fd = -1,
 			      .timeout_ms = XFER_TIMEOUT_MS, .resp = &resp };
 	_cleanup_free_ char *body = NULL;
 	if (fd >= 0) {
@@ -86,7 +86,7 @@ static int post_file(const struct e2b_conn *c, const char *path, const void *dat
 		rq.body_len = plen + len + slen;
 	}
 	int r = sbx__e2b_http(&rq, err);
-	sbx__e2b_headers_free(h);
+	sbx__http_headers_free(h);
 	free(prefix);
 	free(suffix);
 	_cleanup_free_ char *what = xasprintf("write %s in sandbox %s", path, c->id);
@@ -121,15 +121,15 @@ static int to_fd(const char *d, size_t n, void *u)
 static int get_file(sbx_buf *into, int fd, const struct e2b_conn *c, const char *path, sbx_error **err)
 {
 	_cleanup_free_ char *url = files_url(c, path);
-	struct curl_slist *h = sbx__e2b_envd_headers(c, NULL, NULL, 0, 0);
-	struct e2b_req rq = { .method = "GET", .url = url, .headers = h, .body_fd = -1,
+	char **h = sbx__e2b_envd_headers(c, NULL, NULL, 0, 0);
+	struct e2b_req rq = { .method = "GET", .url = url, .headers = (const char *const *)h, .body_fd = -1,
 			      .timeout_ms = XFER_TIMEOUT_MS, .resp = into };
 	if (fd >= 0) {
 		rq.on_data = to_fd;
 		rq.payload = &fd;
 	}
 	int r = sbx__e2b_http(&rq, err);
-	sbx__e2b_headers_free(h);
+	sbx__http_headers_free(h);
 	_cleanup_free_ char *what = xasprintf("read %s in sandbox %s", path, c->id);
 	if (r == -E2BIG)
 		return sbx_error_set(err, -EFBIG, "e2b: %s: larger than %zu bytes", what, into->max - 1);

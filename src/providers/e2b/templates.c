@@ -19,12 +19,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 
 #include "../../templates/templates_int.h"
 #include "../../util/alloc.h"
 #include "../../util/cleanup.h"
 #include "../../util/fs.h"
+#include "../../util/http.h"
 #include "../../util/sha256.h"
 #include "../../util/str.h"
 #include "e2b_int.h"
@@ -300,15 +300,13 @@ static int upload_files(struct e2b_ctx *c, const struct copy_src *cs, json_t *re
 	}
 	sbx__strv_push(&lines, "Content-Type: application/gzip");
 	sbx__strv_push(&lines, "Expect:");
-	struct curl_slist *h = sbx__e2b_headers((const char *const *)lines);
-	sbx__strv_free(lines);
 	int fd = -1;
 	off_t len = 0;
 	int r = sbx__e2b_tar_path(&fd, &len, cs->host, cs->rel, 1, err);
 	if (r == 0) {
 		sbx_buf resp;
 		sbx__buf_init(&resp, 65536);
-		struct e2b_req rq = { .method = "PUT", .url = full, .headers = h, .body_fd = fd, .fd_len = len,
+		struct e2b_req rq = { .method = "PUT", .url = full, .headers = (const char *const *)lines, .body_fd = fd, .fd_len = len,
 				      .timeout_ms = 30L * 60 * 1000, .resp = &resp };
 		if (len == 0)
 			rq.prefix = "", rq.prefix_len = 0;
@@ -319,7 +317,7 @@ static int upload_files(struct e2b_ctx *c, const struct copy_src *cs, json_t *re
 		sbx__buf_free(&resp);
 		close(fd);
 	}
-	sbx__e2b_headers_free(h);
+	sbx__http_headers_free(lines);
 	return r;
 }
 
