@@ -439,8 +439,3 @@ void sbx__registry_free(struct sbx_registry *c)
 	free_secret(c->bearer);
 	free(c);
 }
-
-const char *sbx__registry_base(const struct sbx_registry *c)
-{
-	return c->base;
-}

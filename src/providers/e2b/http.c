@@ -8,6 +8,7 @@
  * only timeouts and refused connections are told apart from -EIO.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
@@ -105,8 +106,11 @@ int sbx__e2b_http(struct e2b_req *rq, sbx_error **err)
 	sbx_error *e = NULL;
 	int r = sbx__http_perform(&h, &e);
 	rq->status = h.status;
-	if (x.read_fail)
-		sbx_error_setsys(&e, r, -r, "e2b: %s %s: read the request body", h.method, rq->url);
+	if (x.read_fail) {
+		char *where = sbx__http_url_for_log(rq->url);
+		sbx_error_setsys(&e, r, -r, "e2b: %s %s: read the request body", h.method, where);
+		free(where);
+	}
 	if (r < 0 && e) {
 		/* e2b's codes: everything but a timeout or a refusal is -EIO */
 		if (r == -EHOSTUNREACH || r == -EPROTO)
