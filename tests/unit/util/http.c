@@ -24,14 +24,22 @@
 static int lfd = -1;
 static int port;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int accepts;
+static int held, released;  /* GET /hold: arrived, may answer */
 static char last_req[8192];
+
+/* The client may be gone (a cancelled transfer): no SIGPIPE. */
+static ssize_t tx(int fd, const void *d, size_t n)
+{
+	return send(fd, d, n, MSG_NOSIGNAL);
+}
 
 static void reply(int fd, const char *status, const char *extra, const char *body, size_t n)
 {
 	char h[512];
 	int k = snprintf(h, sizeof(h), "HTTP/1.1 %s\r\nContent-Length: %zu\r\n%s\r\n", status, n, extra);
-	if (write(fd, h, (size_t)k) < 0 || (n && write(fd, body, n) < 0))
+	if (tx(fd, h, (size_t)k) < 0 || (n && tx(fd, body, n) < 0))
 		return;
 }
 
@@ -79,12 +87,21 @@ static void *conn_main(void *u)
 			reply(fd, "302 Found", "Location: /hello\r\n", "", 0);
 		} else if (is(buf, "GET /ftp")) {
 			reply(fd, "302 Found", "Location: ftp://127.0.0.1/x\r\n", "", 0);
+		} else if (is(buf, "GET /hold")) {
+			pthread_mutex_lock(&mu);
+			held = 1;
+			pthread_cond_broadcast(&cv);
+			while (!released)
+				pthread_cond_wait(&cv, &mu);
+			pthread_mutex_unlock(&mu);
+			reply(fd, "200 OK", "Connection: close\r\n", "held", 4);
+			goto out;
 		} else if (is(buf, "GET /slow")) {
 			const char *h = "HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\n\r\n";
-			if (write(fd, h, strlen(h)) < 0)
+			if (tx(fd, h, strlen(h)) < 0)
 				goto out;
 			for (int i = 0; i < 1000; i++) {
-				if (write(fd, "slow", 4) < 0)
+				if (tx(fd, "slow", 4) < 0)
 					goto out;
 				usleep(10000);
 			}
@@ -261,6 +278,14 @@ static void *one_get(void *u)
 	return (void *)(intptr_t)sbx__http_perform(&rq, NULL);
 }
 
+static void *hold_get(void *u)
+{
+	(void)u;
+	sbx_http_req rq = { .url = url("/hold") };
+	int r = sbx__http_perform(&rq, NULL);
+	return (void *)(intptr_t)(r == 0 && rq.status == 200 ? 0 : -1);
+}
+
 Test(util_http, threads_reuse_kept_alive_connections)
 {
 	one_get(NULL);
@@ -273,6 +298,37 @@ Test(util_http, threads_reuse_kept_alive_connections)
 		cr_assert_eq((intptr_t)r, 0);
 	}
 	cr_assert_eq(n_accepts() - before, 0, "threads reuse the kept-alive connection");
+}
+
+/*
+ * Proves the share, not just the handle pool: handle A's request is held
+ * while B (a second handle) opens a connection of its own; A's connection is
+ * then closed by the server. The next request gets A back from the pool (the
+ * last one returned), which has no connection of its own left: it can only
+ * reuse B's through the share.
+ */
+Test(util_http, handles_share_connections)
+{
+	pthread_t t;
+	pthread_create(&t, NULL, hold_get, NULL);
+	pthread_mutex_lock(&mu);
+	while (!held)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+	sbx_http_req rq = { .url = url("/hello") };
+	cr_assert_eq(sbx__http_perform(&rq, NULL), 0);
+	pthread_mutex_lock(&mu);
+	released = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	void *r;
+	pthread_join(t, &r);
+	cr_assert_eq((intptr_t)r, 0);
+	int before = n_accepts();
+	cr_assert_eq(before, 2);
+	rq = (sbx_http_req){ .url = url("/hello") };
+	cr_assert_eq(sbx__http_perform(&rq, NULL), 0);
+	cr_assert_eq(n_accepts(), before, "the other handle's connection was reused");
 }
 
 Test(util_http, redirects_and_schemes)
