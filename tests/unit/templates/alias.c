@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../images/helpers.h"
 
@@ -181,4 +182,37 @@ Test(templates_alias, missing_base_and_bad_dockerfile)
 	cr_assert_eq(sbx_template_alias(&a, rt, &o, &err), -EINVAL);
 	cr_assert(strstr(err->msg, "Dockerfile:2: unknown instruction"), "%s", err->msg);
 	sbx_error_free(err);
+}
+
+/*
+ * The alias is a cache key: the same inputs must give the same bytes across
+ * sbx versions, or every template rebuilds and old digest aliases dangle.
+ * Pinned from the build before the digests moved onto util/sha256; covers
+ * the stage, step and template digests and a copied file, directory and
+ * symlink (FROM scratch keeps the image store out of it).
+ */
+Test(templates_alias, pinned_across_versions)
+{
+	char p[1024];
+	put("Dockerfile", "FROM scratch\nCOPY app.txt /app/\nCOPY tree /tree/\nRUN true\n");
+	snprintf(p, sizeof(p), "%s/tree", ctx);
+	cr_assert_eq(mkdir(p, 0750), 0);
+	cr_assert_eq(chmod(p, 0750), 0);
+	put("tree/a", "alpha\n");
+	snprintf(p, sizeof(p), "%s/tree/a", ctx);
+	cr_assert_eq(chmod(p, 0600), 0);
+	snprintf(p, sizeof(p), "%s/tree/l", ctx);
+	cr_assert_eq(symlink("a", p), 0);
+	snprintf(p, sizeof(p), "%s/app.txt", ctx);
+	cr_assert_eq(chmod(p, 0644), 0);
+	sbx_build_opts o = opts();
+	char *a = alias_of(&o);
+	cr_expect_str_eq(a, "fix-git-1f061fbbab");
+	free(a);
+	o.user = "1000";
+	o.cpus = 2;
+	o.memory_mb = 512;
+	a = alias_of(&o);
+	cr_expect_str_eq(a, "fix-git-8866a54d9e");
+	free(a);
 }
