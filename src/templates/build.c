@@ -21,8 +21,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include <sbx/image.h>
 #include <sbx/template.h>
 
@@ -30,6 +28,7 @@
 #include "util/alloc.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
+#include "util/sha256.h"
 #include "util/str.h"
 #include "build_int.h"
 
@@ -58,17 +57,13 @@ double sbx__build_left(const struct build *b)
 /* sha256 hex of the parts, each followed by '\n'. */
 static void sha_hex(char out[65], const char *const *parts)
 {
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+	EVP_MD_CTX *md = sbx__sha256_new();
 	for (size_t i = 0; parts[i]; i++) {
 		EVP_DigestUpdate(md, parts[i], strlen(parts[i]));
 		EVP_DigestUpdate(md, "\n", 1);
 	}
-	unsigned char d[32];
-	EVP_DigestFinal_ex(md, d, NULL);
+	sbx__sha256_final_hex(md, out);
 	EVP_MD_CTX_free(md);
-	for (int i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
 static void config_copy(sbx_image_config *d, const sbx_image_config *s)

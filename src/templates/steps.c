@@ -17,24 +17,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include <sbx/sandbox.h>
 
 #include "images/store.h"
 #include "util/alloc.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
+#include "util/sha256.h"
 #include "util/str.h"
 #include "build_int.h"
 
 #define RUN_OUTPUT_MAX (64u << 10)
-
-static void hex_of(const unsigned char *md, char hex[65])
-{
-	for (int i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-}
 
 static void lview_closep(struct lview *v)
 {
@@ -73,8 +66,7 @@ static int from_source(struct build *b, const struct df_step *s, size_t stage, c
 
 int sbx__step_copy_digest(struct build *b, const struct df_step *s, size_t stage, char hex[65])
 {
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+	EVP_MD_CTX *md = sbx__sha256_new();
 	int r = 0;
 	if (s->from) {
 		_cleanup_free_ char *d = NULL;
@@ -101,11 +93,11 @@ int sbx__step_copy_digest(struct build *b, const struct df_step *s, size_t stage
 			sbx_error_prefix(b->err, r, "%s:%d: %s", b->f->path, s->line,
 					 s->kind == DF_ADD ? "ADD" : "COPY");
 	}
-	unsigned char out[32];
-	EVP_DigestFinal_ex(md, out, NULL);
+	char out[SBX_SHA256_HEX_LEN + 1];
+	sbx__sha256_final_hex(md, out);
 	EVP_MD_CTX_free(md);
 	if (r == 0)
-		hex_of(out, hex);
+		memcpy(hex, out, sizeof(out));
 	return r;
 }
 

@@ -13,10 +13,10 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include <openssl/evp.h>
-
 #include <sbx/error.h>
 #include <sbx/image.h>
+
+#include "util/sha256.h"
 
 /* Largest Dockerfile and .dockerignore read. */
 #define SBX_DF_MAX (4u << 20)
@@ -193,8 +193,8 @@ int sbx__ctx_real_path(char **out, const char *context_dir, const char *rel, sbx
 char **sbx__ctx_sorted_entries(int dfd);
 
 /* ctxcopy.c: reading sources. ROOT_DIR is the directory REL resolves in. */
-/* Adds paths, types, modes and bytes of REL (a file or tree) to the digest,
- * in sorted order, skipping ignored entries (ig may be NULL). */
+/* Adds paths, types, modes and bytes of REL (a file or tree) to MD (from
+ * sbx__sha256_new), in sorted order, skipping ignored entries (ig may be NULL). */
 int sbx__ctx_hash(EVP_MD_CTX *md, const char *root_dir, const char *rel, const struct ctx_ignore *ig,
 		  sbx_error **err);
 /* stat of REL, a final symlink followed inside ROOT_DIR; 0 or -errno. */

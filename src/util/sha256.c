@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* SHA-256 contexts and digests as lowercase hex (see sha256.h). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "sha256.h"
 
@@ -20,13 +21,28 @@ void sbx__sha256_reset(EVP_MD_CTX *md)
 		abort();
 }
 
-void sbx__sha256_final_hex(EVP_MD_CTX *md, char out[SBX_SHA256_HEX_LEN + 1])
+void sbx__sha256_final(EVP_MD_CTX *md, unsigned char out[SBX_SHA256_LEN])
 {
 	unsigned char d[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
 	if (EVP_DigestFinal_ex(md, d, &n) != 1 || n != SBX_SHA256_LEN)
 		abort();
+	memcpy(out, d, SBX_SHA256_LEN);
+}
+
+void sbx__sha256_final_hex(EVP_MD_CTX *md, char out[SBX_SHA256_HEX_LEN + 1])
+{
+	unsigned char d[SBX_SHA256_LEN];
+	sbx__sha256_final(md, d);
 	sbx__hex_encode(out, d, SBX_SHA256_LEN);
+}
+
+void sbx__sha256(unsigned char out[SBX_SHA256_LEN], const void *data, size_t len)
+{
+	EVP_MD_CTX *md = sbx__sha256_new();
+	EVP_DigestUpdate(md, data, len);
+	sbx__sha256_final(md, out);
+	EVP_MD_CTX_free(md);
 }
 
 void sbx__sha256_hex(char out[SBX_SHA256_HEX_LEN + 1], const void *data, size_t len)

@@ -20,6 +20,10 @@ EVP_MD_CTX *sbx__sha256_new(void);
 void sbx__sha256_reset(EVP_MD_CTX *md);
 /* Finishes MD into 64 hex digits and a NUL. */
 void sbx__sha256_final_hex(EVP_MD_CTX *md, char out[SBX_SHA256_HEX_LEN + 1]);
+/* Finishes MD into the raw 32-byte digest. */
+void sbx__sha256_final(EVP_MD_CTX *md, unsigned char out[SBX_SHA256_LEN]);
+/* Raw SHA-256 of LEN bytes (for encodings other than hex). */
+void sbx__sha256(unsigned char out[SBX_SHA256_LEN], const void *data, size_t len);
 /* Hex of the SHA-256 of LEN bytes. */
 void sbx__sha256_hex(char out[SBX_SHA256_HEX_LEN + 1], const void *data, size_t len);
 /* Lowercase hex of N bytes into OUT (2N + 1 bytes, NUL-terminated). */
