@@ -4,11 +4,9 @@
  * first start as e2b_ + 40 hex, kept 0600 in <state>/server/api-key,
  * re-read when the file changes so `sbx serve --rotate-key` takes effect at
  * once), per-sandbox envd access tokens, constant-time comparisons, /files
- * URL signatures, the Basic-auth user, and base64.
+ * URL signatures and the Basic-auth user.
  */
 #include <errno.h>
-#include <openssl/evp.h>
-#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +14,11 @@
 #include <time.h>
 
 #include "../util/alloc.h"
+#include "../util/base64.h"
 #include "../util/cleanup.h"
 #include "../util/fs.h"
 #include "../util/log.h"
+#include "../util/sha256.h"
 #include "../util/str.h"
 #include "server_int.h"
 
@@ -127,44 +127,6 @@ void sbx__srv_auth_new_token(char out[65])
 	out[48] = '\0';
 }
 
-char *sbx__srv_b64_encode(const void *data, size_t len)
-{
-	char *out = xmalloc(4 * ((len + 2) / 3) + 1);
-	int n = EVP_EncodeBlock((unsigned char *)out, data, (int)len);
-	out[n < 0 ? 0 : n] = '\0';
-	return out;
-}
-
-int sbx__srv_b64_decode(sbx_buf *out, const char *s)
-{
-	size_t len = strlen(s);
-	_cleanup_free_ char *norm = xmalloc(len + 4);
-	size_t k = 0;
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-		if (c == '-')
-			c = '+';
-		else if (c == '_')
-			c = '/';
-		else if (c == '=' || c == '\n' || c == '\r')
-			continue;
-		norm[k++] = c;
-	}
-	if (k % 4 == 1)
-		return -EINVAL;
-	size_t pad = (4 - k % 4) % 4;
-	for (size_t i = 0; i < pad; i++)
-		norm[k++] = '=';
-	norm[k] = '\0';
-	if (k == 0)
-		return 0;
-	_cleanup_free_ unsigned char *raw = xmalloc(k / 4 * 3 + 1);
-	int n = EVP_DecodeBlock(raw, (unsigned char *)norm, (int)k);
-	if (n < 0)
-		return -EINVAL;
-	return sbx__buf_append(out, raw, (size_t)n - pad);
-}
-
 int sbx__srv_auth_signature_ok(const char *token, const char *path, const char *op, const char *user,
 			  const char *sig, const char *expiration)
 {
@@ -178,12 +140,12 @@ int sbx__srv_auth_signature_ok(const char *token, const char *path, const char *
 	_cleanup_free_ char *msg = expiration && *expiration
 		? xasprintf("%s:%s:%s:%s:%s", path, op, user ? user : "", token, expiration)
 		: xasprintf("%s:%s:%s:%s", path, op, user ? user : "", token);
-	unsigned char md[SHA256_DIGEST_LENGTH];
-	SHA256((const unsigned char *)msg, strlen(msg), md);
-	_cleanup_free_ char *b = sbx__srv_b64_encode(md, sizeof(md));
-	size_t bl = strlen(b);
-	while (bl && b[bl - 1] == '=')
-		b[--bl] = '\0';
+	/* E2B's scheme: standard alphabet, trailing '=' stripped. */
+	unsigned char md[SBX_SHA256_LEN];
+	sbx__sha256(md, msg, strlen(msg));
+	char b[64];
+	if (sbx__base64_encode_to(b, sizeof(b), md, sizeof(md), SBX_B64_STD | SBX_B64_NOPAD) < 0)
+		return 0;
 	return sbx__srv_ct_equal(sig + 3, b);
 }
 
@@ -191,9 +153,15 @@ char *sbx__srv_auth_basic_user(const char *header)
 {
 	if (!header || strncasecmp(header, "Basic ", 6) != 0)
 		return NULL;
+	/* RFC 7617 credentials are standard, padded base64, which is what the
+	 * SDKs (btoa, base64.b64encode) and curl send; nothing looser. */
+	const char *cred = header + 6;
+	while (*cred == ' ')
+		cred++;
 	sbx_buf b;
 	sbx__buf_init(&b, 4096);
-	if (sbx__srv_b64_decode(&b, header + 6) < 0 || !b.data) {
+	if (sbx__base64_decode_buf(&b, cred, strlen(cred), SBX_B64_STD) < 0 || !b.data ||
+	    memchr(b.data, '\0', b.len)) {
 		sbx__buf_free(&b);
 		return NULL;
 	}

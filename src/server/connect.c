@@ -4,7 +4,7 @@
  * streaming calls, bare JSON for unary ones), envelopes (flag byte plus
  * big-endian u32 length; never compressed), the mandatory 0x02 end-stream
  * frame with an optional error, keepalive and Connect-Timeout-Ms headers,
- * and the shared waiting primitive of streams.
+ * protobuf JSON bytes fields, and the shared waiting primitive of streams.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -14,9 +14,23 @@
 #include <time.h>
 
 #include "../util/alloc.h"
+#include "../util/base64.h"
 #include "../util/fs.h"
 #include "../util/str.h"
 #include "server_int.h"
+
+char *sbx__srv_json_bytes_encode(const void *data, size_t len)
+{
+	/* What protoc's JSON printers write, and what every parser reads. */
+	return sbx__base64_encode(data, len, SBX_B64_STD);
+}
+
+int sbx__srv_json_bytes_decode(sbx_buf *out, const char *s)
+{
+	/* The proto3 JSON mapping lets a bytes field use either alphabet, with
+	 * or without padding; the E2B SDKs send standard padded base64. */
+	return sbx__base64_decode_buf(out, s, strlen(s), SBX_B64_ANY_ALPHABET | SBX_B64_PAD_OPTIONAL);
+}
 
 int sbx__srv_connect_is_stream(struct srv_req *r)
 {

@@ -59,7 +59,7 @@ static void fan_out(struct srv_proc *pr, json_t *event)
 
 static void emit_data(struct srv_proc *pr, int fd, const char *data, size_t len)
 {
-	char *b64 = sbx__srv_b64_encode(data, len);
+	char *b64 = sbx__srv_json_bytes_encode(data, len);
 	const char *key = pr->pty ? "pty" : fd == 1 ? "stdout" : "stderr";
 	fan_out(pr, json_pack("{s:{s:s}}", "data", key, b64));
 	free(b64);
@@ -484,7 +484,7 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method)
 		sbx__buf_init(&data, SRV_JSON_MAX);
 		pthread_mutex_lock(&pr->lk);
 		int fd = sbx_process_stdin_fd(pr->p);
-		int rc = !b64 || sbx__srv_b64_decode(&data, b64) < 0 ? -EINVAL : fd < 0 ? -EPIPE : 0;
+		int rc = !b64 || sbx__srv_json_bytes_decode(&data, b64) < 0 ? -EINVAL : fd < 0 ? -EPIPE : 0;
 		for (size_t off = 0; rc == 0 && off < data.len;) {
 			ssize_t n = send(fd, data.data + off, data.len - off, MSG_NOSIGNAL);
 			if (n < 0 && errno == EINTR)

@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/sha.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +21,7 @@
 #include "../util/cleanup.h"
 #include "../util/fs.h"
 #include "../util/log.h"
+#include "../util/sha256.h"
 #include "server_int.h"
 
 #define STOP_GRACE_S 10
@@ -238,10 +238,9 @@ static void raise_nofile(void)
 
 static void server_id_of(char out[17], const char *state_dir)
 {
-	unsigned char md[SHA256_DIGEST_LENGTH];
-	SHA256((const unsigned char *)state_dir, strlen(state_dir), md);
-	for (int i = 0; i < 8; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	unsigned char md[SBX_SHA256_LEN];
+	sbx__sha256(md, state_dir, strlen(state_dir));
+	sbx__hex_encode(out, md, 8);
 }
 
 /* Waits (at most 10 s) until process pump threads let go of the sandboxes. */

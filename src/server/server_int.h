@@ -216,8 +216,6 @@ int sbx__srv_auth_signature_ok(const char *token, const char *path, const char *
 			  const char *sig, const char *expiration);
 /* User from "Authorization: Basic base64(user:)" (owned) or NULL. */
 char *sbx__srv_auth_basic_user(const char *header);
-char *sbx__srv_b64_encode(const void *data, size_t len);
-int sbx__srv_b64_decode(sbx_buf *out, const char *s);
 
 /* ---- sandboxes (server.c) ------------------------------------------------ */
 
@@ -282,6 +280,11 @@ char *sbx__srv_rfc3339(double t);
 /* Parses a Connect request body (envelope or bare JSON); NULL + error reply sent. */
 json_t *sbx__srv_connect_body(struct srv_req *r, int streaming);
 int sbx__srv_connect_is_stream(struct srv_req *r);
+/* A protobuf JSON bytes field: standard padded base64 out (owned). */
+char *sbx__srv_json_bytes_encode(const void *data, size_t len);
+/* Decodes one into OUT: either alphabet, padding optional, nothing else.
+ * @return 0, -EINVAL or -E2BIG (OUT unchanged on error). */
+int sbx__srv_json_bytes_decode(sbx_buf *out, const char *s);
 /* Appends one envelope (flags 0 or 2) with JSON payload (stolen). */
 int sbx__srv_envelope(sbx_buf *b, unsigned flags, json_t *payload);
 /* Appends the end-stream frame: {} or {"error":{code,message}}. */
