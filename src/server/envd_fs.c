@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "../util/alloc.h"
 #include "../util/cleanup.h"
 #include "../util/fs.h"
+#include "../util/passwd.h"
 #include "../util/str.h"
 #include "server_int.h"
 
@@ -42,26 +44,20 @@ char *sbx__srv_user_home(struct srv_sandbox *s, const char *user)
 	_cleanup_free_ char *name = xstrndup(user, strcspn(user, ":"));
 	char *data = NULL;
 	size_t len = 0;
-	int r = sbx__srv_read_small(&data, &len, s, "/etc/passwd", 1 << 20, NULL);
+	int r = sbx__srv_read_small(&data, &len, s, "/etc/passwd", SBX_PASSWD_MAX, NULL);
 	if (r == -ENOSYS && (r = sb_enter(s, NULL)) == 0) { /* no path fds: a remote provider */
-		r = sbx_sandbox_read_file((void **)&data, &len, s->sb, "/etc/passwd", 1 << 20, NULL);
+		r = sbx_sandbox_read_file((void **)&data, &len, s->sb, "/etc/passwd", SBX_PASSWD_MAX, NULL);
 		sb_leave(s);
 	}
 	char *home = NULL;
-	if (r == 0) {
-		char *save = NULL;
-		for (char *line = strtok_r(data, "\n", &save); line && !home; line = strtok_r(NULL, "\n", &save)) {
-			char *f[7] = { 0 };
-			char *p = line;
-			for (int i = 0; i < 7 && p; i++) {
-				f[i] = p;
-				p = strchr(p, ':');
-				if (p)
-					*p++ = '\0';
-			}
-			if (f[5] && (strcmp(f[0], name) == 0 || (f[2] && strcmp(f[2], name) == 0)))
-				home = xstrdup(f[5]);
-		}
+	struct sbx_pwent e;
+	uint64_t uid;
+	if (r == 0 && (sbx__pw_by_name(&e, data, len, 0, name) == 0 ||
+		       (sbx__parse_u64(&uid, name) == 0 && uid <= UINT32_MAX &&
+			sbx__pw_by_id(&e, data, len, 0, (unsigned)uid) == 0))) {
+		if (*e.home)
+			home = xstrdup(e.home);
+		sbx__pw_clear(&e);
 	}
 	free(data);
 	return home ? home : xasprintf("/home/%s", name);

@@ -8,8 +8,6 @@
  * such as /bin -> usr/bin are followed, not shadowed.
  */
 #include <errno.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +21,7 @@
 #include "util/alloc.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
+#include "util/passwd.h"
 #include "util/sha256.h"
 #include "util/str.h"
 #include "build_int.h"
@@ -106,26 +105,16 @@ static long lookup_id(const struct lview *v, const char *file, const char *name,
 {
 	_cleanup_free_ char *data = NULL;
 	size_t len;
-	if (sbx__lview_read(&data, &len, v, file, 4u << 20, NULL) < 0)
+	if (sbx__lview_read(&data, &len, v, file, SBX_PASSWD_MAX, NULL) < 0)
 		return -1;
-	size_t n = strlen(name);
-	for (char *line = data; line && *line;) {
-		char *nl = strchr(line, '\n');
-		if (nl)
-			*nl = '\0';
-		if (strncmp(line, name, n) == 0 && line[n] == ':') {
-			char *f = strchr(line + n + 1, ':');
-			if (f) {
-				char *end;
-				long id = strtol(f + 1, &end, 10);
-				if (gid_out && *end == ':')
-					*gid_out = strtol(end + 1, NULL, 10);
-				return id;
-			}
-		}
-		line = nl ? nl + 1 : NULL;
-	}
-	return -1;
+	struct sbx_pwent e;
+	if (sbx__pw_by_name(&e, data, len, strcmp(file, "/etc/group") == 0, name) < 0)
+		return -1;
+	if (gid_out)
+		*gid_out = e.gid;
+	long id = e.id;
+	sbx__pw_clear(&e);
+	return id;
 }
 
 static bool numeric(const char *s)

@@ -21,6 +21,7 @@
 #include "../../util/buf.h"
 #include "../../util/cleanup.h"
 #include "../../util/fs.h"
+#include "../../util/passwd.h"
 #include "local_int.h"
 
 /* Opens the parent of PATH (O_PATH directory) and points *base at its last
@@ -47,69 +48,50 @@ static int open_parent(int root, const char *path, char **base, sbx_error **err)
 	return fd;
 }
 
-/* Reads one of the sandbox's account files (small; capped at 1 MiB). The
- * sandbox may make it a FIFO or a link to a device: O_NONBLOCK opens those
- * at once, and only a regular file is read. */
-static char *read_etc(int root, const char *file)
+/* Reads one of the sandbox's account files (small; capped at
+ * SBX_PASSWD_MAX). The sandbox may make it a FIFO or a link to a device:
+ * O_NONBLOCK opens those at once, and only a regular file is read. */
+static char *read_etc(int root, const char *file, size_t *len)
 {
 	struct stat st;
+	*len = 0;
 	_cleanup_close_ int fd = sbx__local_open_in(root, file, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return NULL;
 	sbx_buf b;
-	sbx__buf_init(&b, 1 << 20);
+	sbx__buf_init(&b, SBX_PASSWD_MAX);
 	char chunk[8192];
 	ssize_t n;
 	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
 		if (sbx__buf_append(&b, chunk, (size_t)n) < 0)
 			break;
-	return sbx__buf_steal(&b, NULL);
+	return sbx__buf_steal(&b, len);
 }
 
-/* Field 0 of the line whose field 2 is `id`, or NULL. */
-static char *name_of(const char *db, unsigned id)
+/* The name listed for ID, or NULL. */
+static char *name_of(const char *db, size_t len, int group, unsigned id)
 {
-	char want[16];
-	snprintf(want, sizeof(want), "%u", id);
-	for (const char *line = db; line && *line;) {
-		const char *end = strchr(line, '\n');
-		size_t len = end ? (size_t)(end - line) : strlen(line);
-		const char *c1 = memchr(line, ':', len);
-		const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
-		if (c2) {
-			const char *f = c2 + 1;
-			size_t fl = strcspn(f, ":\n");
-			if (fl == strlen(want) && strncmp(f, want, fl) == 0)
-				return xstrndup(line, (size_t)(c1 - line));
-		}
-		line = end ? end + 1 : NULL;
-	}
-	return NULL;
+	struct sbx_pwent e;
+	return sbx__pw_by_id(&e, db, len, group, id) == 0 ? e.name : NULL;
 }
 
-/* Looks NAME up in a passwd/group text: returns field 2 (and field 3 in *gid). */
-static int id_of(const char *db, const char *name, unsigned *id, unsigned *gid)
+/* NAME's id (and for passwd its primary gid in *gid). 0 or -ENOENT. */
+static int id_of(const char *db, size_t len, int group, const char *name, unsigned *id, unsigned *gid)
 {
-	size_t nl = strlen(name);
-	for (const char *line = db; line && *line;) {
-		const char *end = strchr(line, '\n');
-		if (strncmp(line, name, nl) == 0 && line[nl] == ':') {
-			const char *f = strchr(line + nl + 1, ':');
-			if (!f)
-				return -EINVAL;
-			*id = (unsigned)strtoul(f + 1, NULL, 10);
-			const char *g = strchr(f + 1, ':');
-			if (gid && g)
-				*gid = (unsigned)strtoul(g + 1, NULL, 10);
-			return 0;
-		}
-		line = end ? end + 1 : NULL;
-	}
-	return -ENOENT;
+	struct sbx_pwent e;
+	int r = sbx__pw_by_name(&e, db, len, group, name);
+	if (r < 0)
+		return r;
+	*id = e.id;
+	if (gid)
+		*gid = e.gid;
+	sbx__pw_clear(&e);
+	return 0;
 }
 
 struct names {
 	char *passwd, *group;
+	size_t passwd_len, group_len;
 	uint32_t id_base; /* the sandbox's host id of root inside */
 };
 
@@ -131,8 +113,8 @@ static void fill(sbx_file_info *f, const struct stat *in, const char *name, cons
 	f->mode = st->st_mode & 07777;
 	f->uid = st->st_uid;
 	f->gid = st->st_gid;
-	f->owner = name_of(nm->passwd, st->st_uid);
-	f->group = name_of(nm->group, st->st_gid);
+	f->owner = name_of(nm->passwd, nm->passwd_len, 0, st->st_uid);
+	f->group = name_of(nm->group, nm->group_len, 1, st->st_gid);
 	if (!f->owner)
 		f->owner = xasprintf("%u", st->st_uid);
 	if (!f->group)
@@ -151,8 +133,8 @@ static void fill(sbx_file_info *f, const struct stat *in, const char *name, cons
 static void names_load(struct names *nm, struct local_sb *sb, int root)
 {
 	nm->id_base = sbx__local_id_base(sb);
-	nm->passwd = read_etc(root, "/etc/passwd");
-	nm->group = read_etc(root, "/etc/group");
+	nm->passwd = read_etc(root, "/etc/passwd", &nm->passwd_len);
+	nm->group = read_etc(root, "/etc/group", &nm->group_len);
 }
 
 static void names_free(struct names *nm)
@@ -307,12 +289,12 @@ int sbx__local_chown(struct local_sb *sb, const char *path, const char *user, sb
 	if (isdigit((unsigned char)u[0])) {
 		uid = (unsigned)strtoul(u, NULL, 10);
 		gid = uid;
-		id_of(nm.passwd, u, &uid, &gid); /* keep the numbers if not listed */
-	} else if (id_of(nm.passwd, u, &uid, &gid) < 0) {
+		id_of(nm.passwd, nm.passwd_len, 0, u, &uid, &gid); /* keep the numbers if not listed */
+	} else if (id_of(nm.passwd, nm.passwd_len, 0, u, &uid, &gid) < 0) {
 		r = sbx_error_set(err, -ENOENT, "user '%s' not found in the sandbox's /etc/passwd", u);
 	}
 	if (r == 0 && grp && (isdigit((unsigned char)grp[0]) ? (gid = (unsigned)strtoul(grp, NULL, 10), 0)
-							     : id_of(nm.group, grp, &gid, NULL)) < 0)
+							     : id_of(nm.group, nm.group_len, 1, grp, &gid, NULL)) < 0)
 		r = sbx_error_set(err, -ENOENT, "group '%s' not found in the sandbox's /etc/group", grp);
 	names_free(&nm);
 	if (r < 0)

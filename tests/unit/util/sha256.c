@@ -39,3 +39,13 @@ Test(util_sha256, hex_encode)
 	sbx__hex_encode(out, "", 0);
 	cr_assert_str_eq(out, "");
 }
+
+Test(util_sha256, raw_digest_matches_hex)
+{
+	unsigned char raw[SBX_SHA256_LEN];
+	char hex[SBX_SHA256_HEX_LEN + 1], again[SBX_SHA256_HEX_LEN + 1];
+	sbx__sha256(raw, "abc", 3);
+	sbx__hex_encode(again, raw, sizeof(raw));
+	sbx__sha256_hex(hex, "abc", 3);
+	cr_assert_str_eq(again, hex);
+}
