@@ -31,6 +31,21 @@ typedef struct sbx_sandbox sbx_sandbox;
 int sbx_sandbox_create(sbx_sandbox **out, sbx_runtime *rt, const sbx_sandbox_opts *opts,
 		       sbx_error **err);
 
+/** The limits a sandbox gets, as its provider enforces them; 0 = none. */
+typedef struct sbx_limits {
+	double cpus;          /**< CPU quota in CPUs */
+	unsigned memory_mb;   /**< memory cgroup limit */
+	unsigned storage_mb;  /**< writable layer size */
+} sbx_limits;
+
+/**
+ * The limits a sandbox created from OPTS would get: what OPTS asks for, with
+ * the provider's defaults where it asks for none. Creates nothing.
+ * @return 0, -ENOENT (unknown provider), -ENOSYS (the provider cannot say).
+ */
+int sbx_sandbox_limits(sbx_limits *out, sbx_runtime *rt, const sbx_sandbox_opts *opts,
+		       sbx_error **err);
+
 /** A cancellation token, fired from any thread. */
 typedef struct sbx_cancel sbx_cancel;
 

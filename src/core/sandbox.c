@@ -107,6 +107,19 @@ int sbx_sandbox_open(sbx_sandbox **out, sbx_runtime *rt, const char *provider, c
 	return 0;
 }
 
+int sbx_sandbox_limits(sbx_limits *out, sbx_runtime *rt, const sbx_sandbox_opts *opts, sbx_error **err)
+{
+	memset(out, 0, sizeof(*out));
+	const sbx_provider_ops *ops;
+	void *ctx;
+	int r = sbx__runtime_provider(&ops, &ctx, rt, opts->provider, err);
+	if (r < 0)
+		return r;
+	if (!ops->limits)
+		return sbx_error_set(err, -ENOSYS, "%s: reporting limits is not supported", ops->name);
+	return ops->limits(out, ctx, opts, err);
+}
+
 const char *sbx_sandbox_id(const sbx_sandbox *sb)
 {
 	return sb->id;

@@ -84,40 +84,27 @@ static void sync_ttl(struct srv_sandbox *s)
 	sbx_sandbox_set_timeout(s->sb, ttl, NULL);
 }
 
-/* The memory limit the server asks for: --memory-mb, else the local
- * provider's default rule (a quarter of the host's RAM, 256 MiB..8 GiB;
- * SBX_DEFAULT_MEMORY overrides, 0 = none), passed explicitly so that what
- * GET /sandboxes/{id} reports is what the cgroup enforces. 0 = unlimited. */
-static unsigned memory_mb(const struct server *srv)
+/* The limits a sandbox of this server gets, as its provider enforces them
+ * (sbx_sandbox_limits: --cpus/--memory-mb/--storage-mb, else the provider's
+ * defaults), and for "unlimited" what that means on this host. */
+static void limits(const struct server *srv, const struct srv_sandbox *s, long *cpus, long long *mem_mb,
+		   long long *disk_mb)
 {
-	if (srv->cfg.memory_mb)
-		return srv->cfg.memory_mb;
-	const char *v = getenv("SBX_DEFAULT_MEMORY");
-	uint64_t bytes;
-	if (v && *v && sbx__parse_size(&bytes, v) == 0) {
-		if (strspn(v, "0123456789") == strlen(v))
-			bytes <<= 20; /* a bare number is MiB */
-		return (unsigned)(bytes >> 20);
+	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
+	o.provider = s->sb ? sbx_sandbox_provider(s->sb) : NULL;
+	o.cpus = srv->cfg.cpus;
+	o.memory_mb = srv->cfg.memory_mb;
+	o.storage_mb = srv->cfg.storage_mb;
+	sbx_limits lim;
+	sbx_error *e = NULL;
+	if (sbx_sandbox_limits(&lim, srv->rt, &o, &e) < 0) {
+		sbx_error_free(e); /* a provider that cannot say: what was asked */
+		lim = (sbx_limits){ .cpus = o.cpus, .memory_mb = o.memory_mb, .storage_mb = o.storage_mb };
 	}
-	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-	uint64_t mb = pages > 0 && psz > 0 ? ((uint64_t)pages * (uint64_t)psz >> 20) / 4 : 2048;
-	return (unsigned)(mb < 256 ? 256 : mb > 8192 ? 8192 : mb);
-}
-
-static unsigned storage_mb(const struct server *srv)
-{
-	return srv->cfg.storage_mb ? srv->cfg.storage_mb : SRV_LOCAL_STORAGE_MB;
-}
-
-/* The limits a sandbox of this server gets, as enforced: those it asked for,
- * and for "unlimited" what that means on this host (every CPU, all memory). */
-static void limits(const struct server *srv, long *cpus, long long *mem_mb, long long *disk_mb)
-{
-	*cpus = srv->cfg.cpus > 0 ? (long)(srv->cfg.cpus + 0.999) : sysconf(_SC_NPROCESSORS_ONLN);
+	*cpus = lim.cpus > 0 ? (long)(lim.cpus + 0.999) : sysconf(_SC_NPROCESSORS_ONLN);
 	long long host_mb = (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE) >> 20;
-	unsigned m = memory_mb(srv);
-	*mem_mb = m ? m : host_mb;
-	*disk_mb = storage_mb(srv);
+	*mem_mb = lim.memory_mb ? lim.memory_mb : host_mb;
+	*disk_mb = lim.storage_mb;
 }
 
 static json_t *sandbox_json(struct server *srv, struct srv_sandbox *s, int detail)
@@ -139,7 +126,7 @@ static json_t *sandbox_json(struct server *srv, struct srv_sandbox *s, int detai
 	char *st = sbx__srv_rfc3339(s->started_at), *en = sbx__srv_rfc3339(end_at);
 	long cpus;
 	long long mem_mb, disk_mb;
-	limits(srv, &cpus, &mem_mb, &disk_mb);
+	limits(srv, s, &cpus, &mem_mb, &disk_mb);
 	json_object_set_new(o, "startedAt", json_string(st));
 	json_object_set_new(o, "endAt", json_string(en));
 	json_object_set_new(o, "cpuCount", json_integer(cpus));
@@ -229,8 +216,8 @@ static void create(struct srv_req *r, int v2)
 	o.provider = "local";
 	o.image = image;
 	o.cpus = srv->cfg.cpus;
-	o.memory_mb = memory_mb(srv);
-	o.storage_mb = storage_mb(srv);
+	o.memory_mb = srv->cfg.memory_mb; /* 0: the provider's default, which limits() reports */
+	o.storage_mb = srv->cfg.storage_mb;
 	/* E2B's default is true; only --allow-internet grants it, and then as
 	 * the sandbox's own NATed network, never the host's (which would hand
 	 * it the host's loopback and the server's own traffic). */

@@ -32,7 +32,6 @@
 #define SRV_MAX_CONNECTIONS 8192u     /* --max-connections default */
 #define SRV_MAX_CONNECTIONS_PER_IP 4096u
 #define SRV_IDLE_TIMEOUT_S 60u
-#define SRV_LOCAL_STORAGE_MB 10240u   /* the local provider's default writable layer */
 #define SRV_READ_MAX (1024u << 20)      /* /files downloads without path fds (remote providers) */
 
 struct srv_build;

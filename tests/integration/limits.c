@@ -137,3 +137,27 @@ Test(limits, cpu_quota_is_applied)
 	globfree(&g);
 	destroy(sb);
 }
+
+/* sbx_sandbox_limits: what a spec asks for, else the provider's defaults
+ * (what security/server checks against the cgroup and the qgroup). */
+Test(limits, reported_limits_fill_in_the_defaults)
+{
+	sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
+	sbx_limits l;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_sandbox_limits(&l, rt, &so, &err), 0, "%s", err ? err->msg : "");
+	cr_expect_eq(l.cpus, 0);
+	const char *dm = getenv("SBX_DEFAULT_MEMORY");
+	if (!dm || !*dm)
+		cr_expect(l.memory_mb >= 256 && l.memory_mb <= 8192, "default memory %u MiB", l.memory_mb);
+	cr_expect(l.storage_mb >= 256 && l.storage_mb <= 10240, "default storage %u MiB", l.storage_mb);
+	so.cpus = 1.5;
+	so.memory_mb = 300;
+	so.storage_mb = 200;
+	cr_assert_eq(sbx_sandbox_limits(&l, rt, &so, &err), 0, "%s", err ? err->msg : "");
+	cr_expect(l.cpus == 1.5 && l.memory_mb == 300 && l.storage_mb == 200, "%g %u %u", l.cpus, l.memory_mb,
+		  l.storage_mb);
+	so.provider = "no-such-provider";
+	cr_expect_eq(sbx_sandbox_limits(&l, rt, &so, &err), -ENOENT);
+	sbx_error_free(err);
+}

@@ -82,6 +82,8 @@ typedef struct sbx_provider_ops {
 	int (*path_fd)(int *fd_out, void *sb, const char *path, sbx_error **err);
 	int (*pause)(void *sb, sbx_error **err);
 	int (*resume)(void *sb, sbx_error **err);
+	/** Optional: the limits OPTS gets (see sbx_sandbox_limits()), defaults filled in. */
+	int (*limits)(sbx_limits *out, void *ctx, const sbx_sandbox_opts *opts, sbx_error **err);
 } sbx_provider_ops;
 
 

@@ -205,6 +205,15 @@ unsigned sbx__cg_default_memory_mb(void)
 	return default_memory_mb;
 }
 
+int sbx__local_limits(sbx_limits *out, void *ctx, const sbx_sandbox_opts *o, sbx_error **err)
+{
+	(void)err;
+	out->cpus = o->cpus > 0 ? o->cpus : 0;
+	out->memory_mb = o->memory_mb ? o->memory_mb : sbx__cg_default_memory_mb();
+	out->storage_mb = sbx__local_storage_mb(ctx, o);
+	return 0;
+}
+
 
 static char *group_dir(const struct cg_layout *cg, int c, const char *id)
 {

@@ -663,4 +663,5 @@ const sbx_provider_ops sbx_provider_local = {
 	.path_fd = l_path_fd,
 	.pause = l_pause,
 	.resume = l_resume,
+	.limits = sbx__local_limits,
 };

@@ -154,6 +154,8 @@ const char *sbx__cg_mode_name(enum cg_mode m);
 /* Memory limit of a sandbox whose spec sets none (SBX_DEFAULT_MEMORY, else
  * a quarter of the host's RAM within 256 MiB..8 GiB; 0 = none). */
 unsigned sbx__cg_default_memory_mb(void);
+/* The provider's limits op: the cgroup and writable-layer sizes a spec gets. */
+int sbx__local_limits(sbx_limits *out, void *ctx, const sbx_sandbox_opts *o, sbx_error **err);
 
 /* seccomp.c: the compiled default filter (process-wide, built once). */
 int sbx__seccomp_program(const void **prog, size_t *len, sbx_error **err);

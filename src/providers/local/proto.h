@@ -16,6 +16,9 @@
 
 #define SBX_MSG_MAX (1u << 20)  /* argv + env of one exec must fit in 1 MiB */
 #define SBX_MSG_MAX_FDS 6
+/* Writable layer of a spec without storage_mb, unless its scratch file
+ * system is small (sbx__local_storage_mb); init's size when T_STORAGE_MB is 0. */
+#define SBX_LOCAL_STORAGE_MB 10240u
 
 enum sbx_msg_type {
 	M_SETUP = 1,  /* host -> init at birth: rootfs and policy; fds: ctl listener, pids cg dir */

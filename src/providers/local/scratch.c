@@ -42,6 +42,7 @@
 #include "../../util/log.h"
 #include "../../util/str.h"
 #include "local_int.h"
+#include "proto.h"
 
 #define DEFAULT_ROOT "/var/lib/sbx/scratch"
 #define MIN_IMAGE_BYTES (1ULL << 30)
@@ -387,13 +388,13 @@ char **sbx__scratch_list(struct sbx_scratch *s)
 	return v;
 }
 
-/* 10 GiB, as before, unless the scratch file system is small: then a
+/* SBX_LOCAL_STORAGE_MB (10 GiB), unless the scratch file system is small: then a
  * quarter of it (at least 256 MiB), so a few sandboxes cannot fill it. */
 unsigned sbx__local_storage_mb(struct local_ctx *c, const sbx_sandbox_opts *o)
 {
 	if (o->storage_mb)
 		return o->storage_mb;
-	unsigned mb = 10240;
+	unsigned mb = SBX_LOCAL_STORAGE_MB;
 	if (!o->upper_dir && o->scratch != SBX_SCRATCH_TMPFS) {
 		uint64_t fs_mb = sbx__scratch_fs_bytes(&c->scratch) >> 20;
 		if (fs_mb && fs_mb / 4 < mb)

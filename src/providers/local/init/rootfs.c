@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <linux/mount.h>
 
+#include "../proto.h"
 #include "init.h"
 
 #define FAIL(...)                                   \
@@ -115,7 +116,7 @@ static int idmap_layers(const struct init_cfg *cfg, const char **lower, int *fds
 static int make_rw(struct init_cfg *cfg, char *upper, char *work, size_t n, char *msg, size_t msglen)
 {
 	char opts[64];
-	unsigned long long mb = cfg->upper_dir ? 1 : (cfg->storage_mb ? cfg->storage_mb : 10240);
+	unsigned long long mb = cfg->upper_dir ? 1 : (cfg->storage_mb ? cfg->storage_mb : SBX_LOCAL_STORAGE_MB);
 	snprintf(opts, sizeof(opts), "mode=0755,size=%llum", mb);
 	if (mount("sbx-rw", cfg->rw_mnt, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
 		FAIL("mount tmpfs for the writable layer on %s", cfg->rw_mnt);
