@@ -12,10 +12,10 @@
 #include "exec_io.h"
 #include "opts.h"
 
-#define TTY_HELP                                                                          \
-	"  -t, --tty          run CMD on a terminal made inside the sandbox (stdout and\n"  \
-	"                     stderr merged); with -i from a terminal, keystrokes go to\n" \
-	"                     CMD raw (^C is CMD's); -it and -ti are both\n"
+#define TTY_HELP                                                                            \
+	"  -t, --tty          run CMD on a terminal made inside the sandbox; its output\n"     \
+	"                     (stderr too) is that terminal's; with -i on a terminal, keys\n"  \
+	"                     go to CMD raw (^C is CMD's). -it is -i -t\n"
 
 static const char run_help[] =
 	"usage: sbx run [OPTIONS] IMAGE [--] CMD [ARG...]\n\n"

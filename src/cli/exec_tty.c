@@ -136,18 +136,24 @@ static void read_in(struct tty_pump *t)
 	feed(t);
 }
 
-/* The master to our stdout. EIO: no process holds the terminal any more. */
+/* The master to our stdout. A read gets at most the terminal's 4 KiB line
+ * buffer: read on while more is there and write once, which halves the
+ * system calls of a stream. EIO: no process holds the terminal any more. */
 static void read_out(struct tty_pump *t, sbx_process *p)
 {
-	ssize_t n = read(t->m, t->out, CHUNK);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n <= 0) {
-		t->m = -1;
-		return;
+	size_t got = 0;
+	while (got < CHUNK) {
+		ssize_t n = read(t->m, t->out + got, CHUNK - got);
+		if (n > 0) {
+			got += (size_t)n;
+			continue;
+		}
+		if (!(n < 0 && (errno == EAGAIN || errno == EINTR)))
+			t->m = -1;
+		break;
 	}
-	t->drained += (size_t)n;
-	if (t->out_gone || cli_write_all(STDOUT_FILENO, t->out, (size_t)n) == 0)
+	t->drained += got;
+	if (!got || t->out_gone || cli_write_all(STDOUT_FILENO, t->out, got) == 0)
 		return;
 	/* Nobody reads us: hang the command up as a closed terminal would. */
 	t->out_gone = 1;
@@ -221,13 +227,13 @@ int cli_exec_tty(sbx_sandbox *sb, const sbx_exec_opts *base, enum cli_stdin in, 
 		sigaddset(&set, sigs[i]);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	int sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sigfd < 0)
+		fprintf(stderr, "sbx exec: signalfd: %s\n", strerror(errno));
 	/* EPIPE, not death, when our reader goes: the command is hung up. */
 	struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
 	sigaction(SIGPIPE, &ign, &old_pipe);
 	sbx_process *p = NULL;
 	int code = sigfd < 0 ? EXIT_SBX : start(&p, sb, base);
-	if (sigfd < 0)
-		fprintf(stderr, "sbx exec: signalfd: %s\n", strerror(errno));
 	if (code >= 0)
 		goto out;
 	if (raw && tcgetattr(STDIN_FILENO, &saved_mode) == 0) {
