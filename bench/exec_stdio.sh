@@ -51,10 +51,13 @@ WORK=$(mktemp -d /tmp/sbx-bench-stdio.XXXXXX) || exit 1
 mkdir -p "$WORK/bin" "$WORK/rootfs"
 cp "$BEFORE_B/src/cli/sbx" "$WORK/bin/sbx-before" && cp "$AFTER_B/src/cli/sbx" "$WORK/bin/sbx-after" || exit 1
 export SBX_IMAGE_DIR=$WORK/images SBX_STATE_DIR=$WORK/state
+# writable layers on a scratch file system of this run (umounted on exit)
+export SBX_SCRATCH_DIR=$WORK/scratch SBX_SCRATCH_SIZE=8G
 
 cleanup() {
   set +e
   "$WORK/bin/sbx-after" gc --all >/dev/null 2>&1
+  umount -l "$WORK/scratch" 2>/dev/null
   rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # What the security hardening costs, before and after side by side in one run:
 #   latency   create -> exec `true` -> destroy, rounds interleaved between the
-#             BEFORE build, the AFTER build, and AFTER with --userns host
+#             BEFORE build, the AFTER build, AFTER with --userns host, and
+#             AFTER with the writable layer in memory (SBX_SCRATCH=tmpfs)
 #   density   idle sandboxes at each count, host memory per sandbox, both builds
 # BEFORE and AFTER are build dirs of two checkouts (e.g. a `git worktree` of
 # the commit before the hardening). One private image store and state dir per
@@ -33,7 +34,9 @@ BB=$(command -v busybox) || { echo "bench: busybox-static is needed" >&2; exit 1
 WORK=$(mktemp -d /tmp/sbx-harden.XXXXXX) || exit 1
 cleanup() {
   for b in before after; do
-    SBX_STATE_DIR=$WORK/$b/state SBX_IMAGE_DIR=$WORK/$b/images "$WORK/$b/sbx" gc --all >/dev/null 2>&1
+    SBX_STATE_DIR=$WORK/$b/state SBX_IMAGE_DIR=$WORK/$b/images SBX_SCRATCH_DIR=$WORK/$b/scratch \
+      "$WORK/$b/sbx" gc --all >/dev/null 2>&1
+    umount -l "$WORK/$b/scratch" 2>/dev/null
   done
   rm -rf "$WORK"
 }
@@ -56,7 +59,7 @@ done
 
 run_lc() { # build label [extra args...]
   local b=$1 label=$2; shift 2
-  SBX_STATE_DIR=$WORK/$b/state SBX_IMAGE_DIR=$WORK/$b/images \
+  SBX_STATE_DIR=$WORK/$b/state SBX_IMAGE_DIR=$WORK/$b/images SBX_SCRATCH_DIR=$WORK/$b/scratch SBX_SCRATCH_SIZE=8G \
     "$WORK/$b/sbx-bench-lifecycle" --image bb --label "$label" "$@"
 }
 
@@ -69,6 +72,8 @@ for r in $(seq 1 "$ROUNDS"); do
     --samples "$WORK/after.samples" >> "$WORK/after.jsonl" 2>/dev/null || { echo "bench: after failed" >&2; exit 1; }
   run_lc after after-userns-host --mode latency --userns host --n "$per" --warmup 3 --json \
     --samples "$WORK/host.samples" >> "$WORK/host.jsonl" 2>/dev/null || { echo "bench: after --userns host failed" >&2; exit 1; }
+  SBX_SCRATCH=tmpfs run_lc after after-scratch-tmpfs --mode latency --n "$per" --warmup 3 --json \
+    --samples "$WORK/tmpfs.samples" >> "$WORK/tmpfs.jsonl" 2>/dev/null || { echo "bench: after SBX_SCRATCH=tmpfs failed" >&2; exit 1; }
 done
 
 echo "== density at $COUNTS"
@@ -91,7 +96,8 @@ def phase(name, key):
         j = json.loads(line)
         vals.append(j[key]["median_ms"] if key else j["median_ms"])
     return statistics.median(vals)
-rows = [("before", "before (pre-hardening)"), ("after", "after (hardening on)"), ("host", "after, --userns host")]
+rows = [("before", "before (pre-hardening)"), ("after", "after (hardening on)"), ("host", "after, --userns host"),
+        ("tmpfs", "after, writable layer in memory (SBX_SCRATCH=tmpfs)")]
 print("\n| variant | lifecycle median ms | create | exec | destroy |")
 print("|---|---:|---:|---:|---:|")
 med = {}
@@ -100,7 +106,8 @@ for k, label in rows:
     med[k] = statistics.median(s) if s else float("nan")
     print(f"| {label} | {med[k]:.2f} | {phase(k, 'create'):.2f} | {phase(k, 'exec'):.2f} | {phase(k, 'destroy'):.2f} |")
 print(f"\nafter/before lifecycle median: {med['after'] / med['before']:.3f}x;"
-      f" user namespaces alone (after / after --userns host): {med['after'] / med['host']:.3f}x")
+      f" user namespaces alone (after / after --userns host): {med['after'] / med['host']:.3f}x;"
+      f" disk layer alone (after / after tmpfs): {med['after'] / med['tmpfs']:.3f}x")
 for b in ("before", "after"):
     try:
         d = json.load(open(f"{w}/{b}.density.json"))

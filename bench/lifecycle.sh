@@ -63,6 +63,8 @@ cp "$LC" "$ST" "$WORK/bin/" || exit 1
 LC=$WORK/bin/$(basename "$LC") ST=$WORK/bin/$(basename "$ST")
 if [ -x "$SBX" ]; then cp "$SBX" "$WORK/bin/sbx" && SBX=$WORK/bin/sbx; fi
 export SBX_IMAGE_DIR=$WORK/images SBX_STATE_DIR=$WORK/state
+# writable layers on a scratch file system of this run (umounted on exit)
+export SBX_SCRATCH_DIR=$WORK/scratch SBX_SCRATCH_SIZE=8G
 mkdir -p "$SBX_IMAGE_DIR" "$SBX_STATE_DIR"
 IMAGE=bench-busybox
 CRUN_PREFIX=sbxbench-$$
@@ -84,6 +86,7 @@ cleanup() {
   if [ "$MOUNTED_HUGETLB" = 1 ]; then
     umount /sys/fs/cgroup/hugetlb && rmdir /sys/fs/cgroup/hugetlb 2>/dev/null
   fi
+  umount -l "$WORK/scratch" 2>/dev/null
   rm -rf "$WORK"
 }
 trap cleanup EXIT

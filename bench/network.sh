@@ -21,9 +21,12 @@ if [ -z "$BB" ] || ldd "$BB" >/dev/null 2>&1; then
 fi
 WORK=$(mktemp -d /tmp/sbx-bench-net.XXXXXX) || exit 1
 export SBX_IMAGE_DIR=$WORK/images SBX_STATE_DIR=$WORK/state
+# writable layers on a scratch file system of this run (umounted on exit)
+export SBX_SCRATCH_DIR=$WORK/scratch SBX_SCRATCH_SIZE=8G
 cleanup() {
   set +e
   [ -x "$SBX" ] && "$SBX" gc --all >/dev/null 2>&1
+  umount -l "$WORK/scratch" 2>/dev/null
   rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -45,6 +45,8 @@ WORK=$(mktemp -d /tmp/sbx-bench-serve.XXXXXX) || exit 1
 mkdir -p "$WORK/bin" && cp "$BUILD/src/cli/sbx" "$WORK/bin/sbx" || exit 1
 SBX=$WORK/bin/sbx
 export SBX_IMAGE_DIR=$WORK/images SBX_STATE_DIR=$WORK/state
+# writable layers on a scratch file system of this run (umounted on exit)
+export SBX_SCRATCH_DIR=$WORK/scratch SBX_SCRATCH_SIZE=8G
 mkdir -p "$SBX_IMAGE_DIR" "$SBX_STATE_DIR"
 PID=
 cleanup() {
@@ -54,6 +56,7 @@ cleanup() {
     kill -KILL "$PID" 2>/dev/null; wait "$PID" 2>/dev/null
   fi
   "$SBX" rm --all >/dev/null 2>&1
+  umount -l "$WORK/scratch" 2>/dev/null
   rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -7,6 +7,13 @@ shift
 label=$(basename "$build")
 rc=0
 meson test -C "$build" --print-errorlogs --num-processes 2 "$@" || rc=$?
+# The suite's own scratch file system for writable layers (tests/meson.build):
+# unmounted and deleted, so the next run starts from nothing.
+if [ -e "$build/test-scratch.img" ]; then
+  umount -l "$build/test-scratch" 2>/dev/null
+  rm -f "$build/test-scratch.img" "$build/test-scratch.lock"
+  rmdir "$build/test-scratch" 2>/dev/null
+fi
 python3 - "$build/meson-logs/testlog.json" "$label" <<'PY'
 import json, re, sys
 path, label = sys.argv[1], sys.argv[2]

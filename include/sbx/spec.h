@@ -28,10 +28,22 @@ typedef enum sbx_userns {
 	SBX_USERNS_HOST = 1,    /**< UNSAFE: root inside is host uid 0 (the pre-2026-12 mode) */
 } sbx_userns;
 
+/** Where the writable layer lives (local provider). */
+typedef enum sbx_scratch_kind {
+	SBX_SCRATCH_DEFAULT = 0, /**< SBX_SCRATCH, else on disk where the host can */
+	SBX_SCRATCH_DISK = 1,    /**< on disk, capped by a quota; an error if unavailable */
+	SBX_SCRATCH_TMPFS = 2,   /**< in memory (a tmpfs charged to the memory limit) */
+} sbx_scratch_kind;
+
 #define SBX_SANDBOX_OPTS_VERSION 1
 
 /**
- * Sandbox spec. All pointers are borrowed for the duration of the create call.
+ * Sandbox spec. All pointers are borrowed for the duration of the create call
+ * only: the create copies every string and string array it hands a provider
+ * (provider, image, env, workdir, user, labels, hostname, upper_dir,
+ * allow_out, deny_out), so the caller may free or reuse them as soon as
+ * sbx_sandbox_create() / sbx_sandbox_create_ex() returns, also when it
+ * returned -ECANCELED or -ETIMEDOUT while the provider call goes on.
  * String arrays are NULL-terminated lists of "KEY=VALUE".
  */
 typedef struct sbx_sandbox_opts {
@@ -50,7 +62,8 @@ typedef struct sbx_sandbox_opts {
 	const char *const *labels; /**< "key=value" labels for listing and GC */
 	const char *hostname;      /**< NULL = "sbx-<id prefix>" */
 	const char *upper_dir;     /**< local only: keep the writable layer in this host
-	                                directory (template builds); NULL = capped tmpfs */
+	                                directory (template builds); NULL = the scratch
+	                                store (see `scratch`) */
 	int detach;                /**< 1: sandbox outlives the creating process
 	                                without being treated as leaked by `sbx gc` */
 	/* Fields below were added after version 1's first release; zero keeps
@@ -63,6 +76,7 @@ typedef struct sbx_sandbox_opts {
 	unsigned nofile_max;       /**< RLIMIT_NOFILE of commands; 0 = provider default */
 	int net_raw;               /**< 1: grant CAP_NET_RAW inside (raw/packet sockets);
 	                                default 0 in every network mode */
+	sbx_scratch_kind scratch;  /**< where the writable layer lives (local) */
 } sbx_sandbox_opts;
 
 #define SBX_SANDBOX_OPTS_INIT { .version = SBX_SANDBOX_OPTS_VERSION }
@@ -75,6 +89,8 @@ const char *sbx_network_name(sbx_network n);
 int sbx_userns_parse(sbx_userns *out, const char *s);
 /** Static name of a user namespace mode. */
 const char *sbx_userns_name(sbx_userns u);
+/** "disk" / "tmpfs" -> kind; returns -EINVAL on anything else. */
+int sbx_scratch_parse(sbx_scratch_kind *out, const char *s);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The sandbox-spec flags (--cpus, --memory, --storage, --pids, --network,
- * --allow-out, --deny-out, --userns, --nofile, --cap-net-raw, --env,
+ * --allow-out, --deny-out, --userns, --nofile, --scratch, --cap-net-raw, --env,
  * --workdir, --user, --ttl, --label, --hostname), parsed into the one
  * spec struct every entry point fills.
  */
@@ -30,6 +30,8 @@ const char spec_flags_help[] =
 	"  --userns MODE      private (default: root inside is an unprivileged host id range)\n"
 	"                     or host (UNSAFE: root inside is host root)\n"
 	"  --nofile N         open-file limit of commands (default 65536)\n"
+	"  --scratch KIND     where the writable layer lives: disk (default where the host\n"
+	"                     can: a quota-capped btrfs subvolume) or tmpfs (host memory)\n"
 	"  --cap-net-raw      keep CAP_NET_RAW (raw and packet sockets; off by default)\n"
 	"  -e, --env K=V      environment for every command (repeatable)\n"
 	"  -w, --workdir DIR  default working directory\n"
@@ -76,7 +78,7 @@ int spec_flag(struct spec_flags *f, const char *cmd, int argc, char **argv, int 
 		return 1;
 	}
 	static const char *with_value[] = { "--cpus", "--memory", "--storage", "--pids", "--network",
-					    "--allow-out", "--deny-out", "--userns", "--nofile",
+					    "--allow-out", "--deny-out", "--userns", "--nofile", "--scratch",
 					    "--env", "-e", "--workdir", "-w", "--user", "-u", "--ttl",
 					    "--label", "-l", "--hostname", "--provider", "--backend", NULL };
 	int known = 0;
@@ -112,6 +114,9 @@ int spec_flag(struct spec_flags *f, const char *cmd, int argc, char **argv, int 
 	} else if (!strcmp(a, "--userns")) {
 		if (sbx_userns_parse(&f->o.userns, v) < 0)
 			return cli_usage_error(cmd, "--userns '%s': expected private or host", v);
+	} else if (!strcmp(a, "--scratch")) {
+		if (sbx_scratch_parse(&f->o.scratch, v) < 0)
+			return cli_usage_error(cmd, "--scratch '%s': expected disk or tmpfs", v);
 	} else if (!strcmp(a, "--nofile")) {
 		uint64_t n;
 		if (sbx__parse_u64(&n, v) < 0 || n < 16 || n > 1048576)

@@ -27,7 +27,15 @@ struct sbx_runtime {
 	void *ctx[SBX_MAX_PROVIDERS];
 	struct sbx_sem sem[SBX_MAX_PROVIDERS];  /* per provider, sized on first use */
 	struct sbx_keepalive *keepalive;         /* lazily started (keepalive.c) */
+	pthread_mutex_t workers_lock;  /* guards workers */
+	pthread_cond_t workers_idle;   /* signalled when workers drops to 0 */
+	unsigned workers;              /* create attempts on threads of their own (create.c) */
 };
+
+/* A create worker uses the runtime (provider context, semaphore) until it
+ * releases it, also after its caller gave up: sbx_runtime_free waits. */
+void sbx__runtime_worker_hold(sbx_runtime *rt);
+void sbx__runtime_worker_release(sbx_runtime *rt);
 
 /* The create semaphore of a provider already set up by sbx__runtime_provider. */
 struct sbx_sem *sbx__runtime_sem(sbx_runtime *rt, const sbx_provider_ops *ops);

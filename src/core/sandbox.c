@@ -345,3 +345,14 @@ const char *sbx_userns_name(sbx_userns u)
 {
 	return u == SBX_USERNS_HOST ? "host" : "private";
 }
+
+int sbx_scratch_parse(sbx_scratch_kind *out, const char *s)
+{
+	if (s && strcmp(s, "disk") == 0)
+		*out = SBX_SCRATCH_DISK;
+	else if (s && strcmp(s, "tmpfs") == 0)
+		*out = SBX_SCRATCH_TMPFS;
+	else
+		return -EINVAL;
+	return 0;
+}

@@ -2,6 +2,7 @@
 /* Cleanup: nothing survives destroy, a crash, or a TTL; gc finds leftovers. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/resource.h>
@@ -41,6 +42,19 @@ static int count_entries(const char *path)
 		n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
 		     strcmp(de->d_name, ".mnt") != 0;
 	closedir(d);
+	return n;
+}
+
+/* Whether the writable layer of this sandbox id is still on disk. */
+static int scratch_left(const char *id)
+{
+	const char *root = getenv("SBX_SCRATCH_DIR");
+	char pat[600];
+	snprintf(pat, sizeof(pat), "%s/*/%s", root ? root : "/nonexistent", id);
+	glob_t g;
+	int n = glob(pat, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
+	if (n)
+		globfree(&g);
 	return n;
 }
 
@@ -117,8 +131,10 @@ Test(cleanup, thousand_cycles_leave_nothing, .timeout = 900)
 	cr_assert_eq(count_sbx_mounts(), 0, "mounts leaked");
 	cr_assert_eq(count_entries(dir), 0, "state directories left in %s", dir);
 	cr_assert_eq(count_children(), 0, "init processes left");
-	for (int i = 0; i < cycles; i++)
+	for (int i = 0; i < cycles; i++) {
 		cr_assert_eq(cgroup_left(ids[i]), 0, "cgroup of %s left", ids[i]);
+		cr_assert_eq(scratch_left(ids[i]), 0, "writable layer of %s left", ids[i]);
+	}
 	free(ids);
 	free(dir);
 }
@@ -178,6 +194,7 @@ Test(cleanup, sigkill_of_the_creator_then_gc_leaves_nothing)
 	char *dir = local_dir();
 	cr_assert_eq(count_entries(dir), 0);
 	cr_assert_eq(cgroup_left(id), 0);
+	cr_assert_eq(scratch_left(id), 0, "writable layer of %s left after gc", id);
 	free(dir);
 }
 

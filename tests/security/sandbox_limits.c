@@ -7,6 +7,7 @@
  */
 #include <signal.h>
 #include <stdio.h>
+#include <glob.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -198,4 +199,64 @@ Test(sandbox_limits, image_etc_symlink_does_not_reach_host_etc)
 		  after.st_mtim.tv_nsec == before.st_mtim.tv_nsec, "the host's /etc/hostname was rewritten");
 	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
 	cr_assert_eq(system(p), 0);
+}
+
+/* Before: the writable layer was a tmpfs in host RAM charged to the memory
+ * limit, so writing more than --memory to the sandbox's disk was OOM-killed
+ * (a 10 GiB tmpfs per sandbox by default). Now it is a quota-capped btrfs
+ * subvolume on disk: page cache, not pinned memory. */
+Test(sandbox_limits, writable_layer_is_on_disk_not_in_memory)
+{
+	watchdog(120);
+	sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
+	so.memory_mb = 64;
+	so.storage_mb = 512;
+	sbx_sandbox *sb = sbx_test_sandbox(rt, &so);
+	int code;
+	char *out = sbx_test_sh(sb, "dd if=/dev/zero of=/big bs=1M count=200 2>&1 && wc -c < /big", &code);
+	cr_assert_eq(code, 0, "a 200 MiB write under a 64 MiB memory limit failed (%d): %s", code, out);
+	cr_assert_not_null(strstr(out, "209715200"), "%s", out);
+	free(out);
+	destroy(sb);
+}
+
+/* The host-side path of a sandbox's writable layer ($SBX_SCRATCH_DIR/<key>/<id>). */
+static int scratch_layer(char *out, size_t n, const char *id)
+{
+	const char *root = getenv("SBX_SCRATCH_DIR");
+	cr_assert_not_null(root, "tests run with SBX_SCRATCH_DIR set (tests/meson.build)");
+	char pat[600];
+	snprintf(pat, sizeof(pat), "%s/*/%s", root, id);
+	glob_t g;
+	if (glob(pat, 0, NULL, &g) != 0)
+		return 0;
+	int found = g.gl_pathc == 1;
+	if (found)
+		snprintf(out, n, "%s", g.gl_pathv[0]);
+	globfree(&g);
+	return found;
+}
+
+/* Before: without --storage, a 10 GiB tmpfs; a spec that sets nothing must
+ * still get a storage limit, and it must be enforced by the kernel on the
+ * host side (a qgroup), not by anything inside. */
+Test(sandbox_limits, storage_limit_applies_by_default)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	char layer[700], cmd[800], line[512], id[64];
+	snprintf(id, sizeof(id), "%s", sbx_sandbox_id(sb));
+	cr_assert(scratch_layer(layer, sizeof(layer), id), "no writable layer of %s on disk", id);
+	snprintf(cmd, sizeof(cmd), "btrfs qgroup show -r --raw -f '%s' 2>&1", layer);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	unsigned long long limit = 0;
+	while (fgets(line, sizeof(line), p)) {
+		unsigned long long a, b, c;
+		if (sscanf(line, "0/%*u %llu %llu %llu", &a, &b, &c) == 3)
+			limit = c;
+	}
+	pclose(p);
+	cr_assert(limit > 0 && limit <= 10240ULL << 20, "default storage limit %llu bytes", limit);
+	destroy(sb);
+	cr_assert_not(scratch_layer(layer, sizeof(layer), id), "layer of %s left after destroy", id);
 }

@@ -18,7 +18,9 @@
 extern "C" {
 #endif
 
-/** What a provider's process_start reports (fds are owned by the provider handle). */
+/** What a provider's process_start reports. out_fd, err_fd and status_fd stay owned by the
+ *  provider handle (closed by process_free); in_fd passes to the caller, which closes it
+ *  (sbx_process_close_stdin(), sbx_process_free()): process_free must not close it again. */
 struct sbx_process_fds {
 	pid_t pid;
 	int out_fd;     /**< stdout read end or -1 */
@@ -41,7 +43,10 @@ typedef struct sbx_provider_ops {
 	int (*init)(void **ctx_out, sbx_runtime *rt, sbx_error **err);
 	void (*fini)(void *ctx);
 
-	/** Makes a sandbox; *id_out owned (malloc'd) by the core afterwards. */
+	/** Makes a sandbox; *id_out owned (malloc'd) by the core afterwards.
+	 *  `opts` (the core's own copy) is valid only during the call: copy what
+	 *  the handle keeps. May run on a worker thread after the caller of
+	 *  sbx_sandbox_create_ex() gave up; `ctx` stays valid until it returns. */
 	int (*create)(void **sb_out, char **id_out, void *ctx, const sbx_sandbox_opts *opts,
 		      sbx_error **err);
 	/** Attaches to an existing sandbox by id. */

@@ -48,6 +48,7 @@ static int local_init(void **ctx_out, sbx_runtime *rt, sbx_error **err)
 		return r;
 	}
 	sbx__nspool_init(&c->pool);
+	sbx__scratch_init(&c->scratch, c->dir);
 	*ctx_out = c;
 	return 0;
 }
@@ -58,6 +59,7 @@ static void local_fini(void *ctx)
 	if (!c)
 		return;
 	sbx__nspool_fini(&c->pool);
+	sbx__scratch_fini(&c->scratch);
 	sbx__cg_free(&c->cg);
 	free(c->dir);
 	free(c);
@@ -100,6 +102,7 @@ static void local_close(void *h)
 	if (sb->mntns >= 0)
 		close(sb->mntns); /* the sandbox lives on: init holds its own reference */
 	pthread_mutex_destroy(&sb->lock);
+	free(sb->scratch);
 	free(sb->dir);
 	free(sb);
 }
@@ -149,9 +152,10 @@ static char *path_of(const struct local_sb *sb, const char *ext)
 }
 
 /* Everything a sandbox holds on the host, in reverse order of creation: init
- * (its death takes every process, mount and namespace inside with it), the
- * cgroups, the socket, and last the state file, so a teardown cut short is
- * still listed and finished by GC. */
+ * (its death takes every process, mount and namespace inside with it), its
+ * network links, its writable layer on disk, the cgroups, the socket, and
+ * last the state file, so a teardown cut short is still listed and finished
+ * by GC. */
 static int teardown(struct local_sb *sb, sbx_error **err)
 {
 	if (sb->rootfd >= 0) {
@@ -167,7 +171,9 @@ static int teardown(struct local_sb *sb, sbx_error **err)
 	sb->mntns = -1;
 	double t1 = sbx__now_mono();
 	int r = sbx__net_detach(sb->dir, sb->id, err);
-	if (r == 0)
+	if (r == 0 && (r = sbx__scratch_remove(&sb->ctx->scratch, sb->id)) < 0)
+		sbx_error_setsys(err, r, -r, "remove the writable layer of sandbox %s", sb->id);
+	if (r >= 0)
 		r = sbx__cg_remove(&sb->ctx->cg, sb->id, err);
 	if (r < 0)
 		return r;
@@ -238,6 +244,18 @@ static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandb
 	if ((r = sbx__local_listen(sb->dir, &listener, err)) < 0 || (r = sbx__cg_create(&c->cg, id, o, err)) < 0 ||
 	    (r = n_cg = sbx__cg_procs_fds(&c->cg, id, cg_procs, err)) < 0)
 		goto out;
+	/* The writable layer on disk unless the spec brings its own (builds). */
+	if (!o->upper_dir) {
+		int kind = sbx__scratch_mode(&c->scratch, o->scratch, err);
+		if (kind < 0) {
+			r = kind;
+			goto out;
+		}
+		if (kind == SCRATCH_DISK &&
+		    (r = sbx__scratch_make(&c->scratch, id, (uint64_t)sbx__local_storage_mb(c, o) << 20,
+					   &sb->scratch, err)) < 0)
+			goto out;
+	}
 	int sent = sbx__local_send_setup(sb, sync[0], listener, &ns.id, img, o, MSG_DONTWAIT, err);
 	if (sent < 0 && sent != -EAGAIN) {
 		r = sent;
@@ -445,10 +463,15 @@ static int local_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_erro
 			i->leaked = 1;
 		sbx__state_clear(&st);
 	}
-	/* Groups, sockets or half-written state files with no state file: a
-	 * crash between the cgroups and the state file. They are listed as dead
-	 * so GC removes them. */
+	/* Groups, writable layers, sockets or half-written state files with no
+	 * state file: a crash between the cgroups and the state file. They are
+	 * listed as dead so GC removes them. */
 	char **orphans = sbx__cg_list(&c->cg);
+	char **layers = sbx__scratch_list(&c->scratch);
+	for (size_t k = 0; layers && layers[k]; k++)
+		if (valid_id(layers[k]) && !sbx__strv_contains(orphans, layers[k]))
+			sbx__strv_push(&orphans, layers[k]);
+	sbx__strv_free(layers);
 	rewinddir(d);
 	while ((de = readdir(d))) {
 		const char *name = de->d_name;
@@ -511,7 +534,8 @@ static int local_destroy_id(void *ctx, const char *id, sbx_error **err)
 	}
 	char **cgs = sbx__cg_list(&c->cg);
 	_cleanup_free_ char *sock = path_of(sb, "sock");
-	int exists = have || access(sock, F_OK) == 0 || sbx__net_marked(sb->dir);
+	int exists = have || access(sock, F_OK) == 0 || sbx__net_marked(sb->dir) ||
+		     sbx__scratch_exists(&c->scratch, id);
 	for (size_t k = 0; cgs && cgs[k]; k++)
 		exists |= strcmp(cgs[k], id) == 0;
 	sbx__strv_free(cgs);
@@ -533,6 +557,11 @@ static int l_proc_start(void **proc, struct sbx_process_fds *fds, void *h, const
 				      sizeof(msg), err);
 	if (r == -ENOENT && start_exit)
 		r = sbx_error_set(err, start_exit == 127 ? -ENOENT : -EACCES, "%s", msg);
+	/* sbx_process owns fds->in_fd from here (sbx_process_close_stdin() and
+	 * sbx_process_free() close it); a second close here would hit whatever
+	 * the process opened under that number meanwhile. */
+	if (r == 0)
+		sbx__local_proc_give_stdin(*proc);
 	return r;
 }
 

@@ -80,11 +80,38 @@ int sbx__nspool_active(struct sbx_nspool *p);
 /* Closes fd on the background thread if it runs, else now. */
 void sbx__nspool_release(struct sbx_nspool *p, int fd);
 
+/* scratch.c: writable layers on disk, a btrfs subvolume with a quota each. */
+enum { SCRATCH_TMPFS = 0, SCRATCH_DISK = 1 };
+struct sbx_scratch {
+	pthread_mutex_t lock;
+	int opened, mode, failed, warned;
+	int dirfd;          /* <scratch root>/<state dir key>, SCRATCH_DISK only */
+	char *state, *dir, *why;
+	uint64_t fs_bytes;  /* size of the scratch file system */
+};
+void sbx__scratch_init(struct sbx_scratch *s, const char *state_dir);
+void sbx__scratch_fini(struct sbx_scratch *s);
+/* SCRATCH_DISK or SCRATCH_TMPFS for a spec's choice (sets the disk up on
+ * first use), or -errno when the disk was asked for and cannot be had. */
+int sbx__scratch_mode(struct sbx_scratch *s, sbx_scratch_kind want, sbx_error **err);
+uint64_t sbx__scratch_fs_bytes(struct sbx_scratch *s);
+/* A subvolume for sandbox id capped at limit bytes; *dir_out its path. */
+int sbx__scratch_make(struct sbx_scratch *s, const char *id, uint64_t limit, char **dir_out, sbx_error **err);
+/* 1 removed, 0 nothing there, -errno. Never sets anything up. */
+int sbx__scratch_remove(struct sbx_scratch *s, const char *id);
+int sbx__scratch_exists(struct sbx_scratch *s, const char *id);
+char **sbx__scratch_list(struct sbx_scratch *s);
+/* The storage limit of a spec: its own, else the default for where its
+ * writable layer lives. */
+struct local_ctx;
+unsigned sbx__local_storage_mb(struct local_ctx *c, const sbx_sandbox_opts *o);
+
 struct local_ctx {
 	sbx_runtime *rt;
 	char *dir;          /* <state>/local */
 	struct cg_layout cg;
 	struct sbx_nspool pool;
+	struct sbx_scratch scratch;
 };
 
 struct local_sb {
@@ -100,6 +127,7 @@ struct local_sb {
 	int mntns;          /* its mount namespace, held by a creator to release it off the destroy path */
 	uint32_t id_base;   /* host id of root inside (0: userns=host); see sbx__local_id_base */
 	int id_known;       /* id_base is set (a sandbox opened by id reads it lazily) */
+	char *scratch;      /* its writable layer's subvolume (creator only), or NULL */
 };
 /* local.c: host id of the sandbox's root (0 for userns=host): files the host
  * creates inside belong to base + the id inside. */
@@ -175,6 +203,9 @@ int sbx__local_proc_poll(struct local_proc *p, int *status, int *timed_out, int 
 			 char *start_msg, size_t msglen, sbx_error **err);
 int sbx__local_proc_signal(struct local_proc *p, int sig, sbx_error **err);
 void sbx__local_proc_free(struct local_proc *p, int kill);
+/* The stdin write end now belongs to the caller (sbx_process closes it): the
+ * handle forgets it, so freeing the handle cannot close that number again. */
+void sbx__local_proc_give_stdin(struct local_proc *p);
 
 /* fsops.c: stat, list, mkdir, rename, remove, chown, path fds */
 int sbx__local_stat(sbx_file_info *out, struct local_sb *sb, const char *path, sbx_error **err);

@@ -279,6 +279,11 @@ out:
 	return r;
 }
 
+void sbx__local_proc_give_stdin(struct local_proc *p)
+{
+	p->in_w = -1;
+}
+
 int sbx__local_proc_poll(struct local_proc *p, int *status, int *timed_out, int block, int *start_exit,
 			 char *start_msg, size_t msglen, sbx_error **err)
 {

@@ -48,6 +48,8 @@ enum sbx_msg_tag {
 	                  namespace that idmaps the host upper dir (setup.c) */
 	T_CPU_RUN,    /* M_SETUP: the last fd is the cgroup.procs commands join
 	                 (v1 CPU quota; init stays outside it) */
+	T_VOLATILE,   /* M_SETUP: the upper dir is a throwaway scratch layer:
+	                 mount the overlay `volatile` (no syncs into it) */
 	T_TTY,        /* M_EXEC: run on a terminal made inside; u64 rows << 16 | cols */
 };
 

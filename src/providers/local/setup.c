@@ -26,7 +26,6 @@
 #include "net/net.h"
 #include "proto.h"
 
-#define DEFAULT_STORAGE_MB 10240
 /* Commands get their own open-file limit, not whatever the host process had. */
 #define DEFAULT_NOFILE 65536
 
@@ -69,9 +68,14 @@ static void build_setup(struct sbx_msg *m, char *buf, size_t cap, struct local_s
 		sbx__msg_add_str(m, T_LAYER, img->layer_paths[i]);
 	_cleanup_free_ char *rw = xasprintf("%s/.mnt", sb->ctx->dir);
 	sbx__msg_add_str(m, T_RW_MNT, rw);
-	if (o->upper_dir)
-		sbx__msg_add_str(m, T_UPPER_DIR, o->upper_dir);
-	sbx__msg_add_u64(m, T_STORAGE_MB, o->storage_mb ? o->storage_mb : DEFAULT_STORAGE_MB);
+	if (o->upper_dir || sb->scratch)
+		sbx__msg_add_str(m, T_UPPER_DIR, o->upper_dir ? o->upper_dir : sb->scratch);
+	/* A scratch layer dies with the sandbox: nothing in it needs to reach
+	 * the disk, and an overlay's syncfs at unmount would commit the whole
+	 * btrfs (tens of ms) under every other sandbox's create. */
+	if (!o->upper_dir && sb->scratch)
+		sbx__msg_add_u64(m, T_VOLATILE, 1);
+	sbx__msg_add_u64(m, T_STORAGE_MB, sbx__local_storage_mb(sb->ctx, o));
 	char host[64];
 	snprintf(host, sizeof(host), "sbx-%s", sb->id);
 	sbx__msg_add_str(m, T_HOSTNAME, o->hostname ? o->hostname : host);

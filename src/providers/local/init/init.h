@@ -20,6 +20,7 @@ struct init_cfg {
 	const char *layers[INIT_MAX_LAYERS]; /* bottom first */
 	int n_layers;
 	const char *upper_dir;   /* host dir holding upper/ and work/, or NULL for tmpfs */
+	int volatile_upper;      /* upper_dir is a scratch layer: overlay `volatile` */
 	const char *root_mnt;    /* <rw_mnt>/root: where the overlay is mounted */
 	const char *rw_mnt;      /* shared host dir; our private tmpfs goes on it */
 	uint64_t storage_mb;

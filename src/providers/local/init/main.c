@@ -169,6 +169,7 @@ static int parse_setup(struct init_cfg *cfg, const char *buf, size_t len)
 		case T_ID_BASE: cfg->id_base = (uint32_t)sbx__msg_u64(d, n); cfg->userns_fd = -2; break;
 		case T_NET_RAW: cfg->net_raw = sbx__msg_u64(d, n) == 1; break;
 		case T_NOFILE: cfg->nofile = sbx__msg_u64(d, n); break;
+		case T_VOLATILE: cfg->volatile_upper = sbx__msg_u64(d, n) == 1; break;
 		case T_UPPER_IDMAP: cfg->upper_ns_fd = -2; break;
 		case T_CPU_RUN: cfg->cpu_run_fd = -2; break;
 		case T_ENV:

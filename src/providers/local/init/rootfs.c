@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The sandbox root, built inside init's private mount namespace: a tmpfs
- * (size = storage cap) holding overlay upper/work, the overlay over the
+ * The sandbox root, built inside init's private mount namespace: overlay
+ * upper/work in the host's scratch subvolume (scratch.c) or in a tmpfs
+ * (size = storage cap), the overlay over the
  * image layers (idmapped onto the sandbox's id range with a user namespace), /proc with Docker's masks, a minimal /dev, read-only /sys,
  * identity files, then pivot_root. Nothing here is visible on the host, and
  * all of it disappears with the namespace.
@@ -39,6 +40,8 @@ static int mount_overlay_fsapi(const struct init_cfg *cfg, const char *const *lo
 	for (int i = cfg->n_layers - 1; i >= 0 && r == 0; i--)
 		if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "lowerdir+", lower[i], 0) < 0)
 			r = -errno;
+	if (r == 0 && cfg->volatile_upper && syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "volatile", NULL, 0) < 0)
+		r = -errno;
 	if (r == 0 && (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0 ||
 		       syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "workdir", work, 0) < 0 ||
 		       syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0))
@@ -67,7 +70,7 @@ static int mount_overlay_legacy(const struct init_cfg *cfg, const char *const *l
 	size_t off = (size_t)snprintf(opts, cap, "lowerdir=");
 	for (int i = cfg->n_layers - 1; i >= 0; i--)
 		off += (size_t)snprintf(opts + off, cap - off, "%s%s", lower[i], i ? ":" : "");
-	snprintf(opts + off, cap - off, ",upperdir=%s,workdir=%s", upper, work);
+	snprintf(opts + off, cap - off, ",upperdir=%s,workdir=%s%s", upper, work, cfg->volatile_upper ? ",volatile" : "");
 	int r = mount("overlay", cfg->root_mnt, "overlay", MS_NODEV, opts) < 0 ? -errno : 0;
 	free(opts);
 	return r;
