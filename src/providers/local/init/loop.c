@@ -286,8 +286,11 @@ static void do_exec(int ci, const char *m, size_t len, int *fds, int nfds)
 		;
 	init_req_begin(len);
 	int r = parse_exec(&q, &timeout_ms, &quiet, m, len);
-	/* A terminal's exec carries no fd: its stdio is made here. */
-	if (r < 0 || nfds != (q.tty ? 0 : 3) || c->exec >= 0 || ei == MAX_EXECS) {
+	/* A terminal's exec carries no fd: its stdio is made here. (An init
+	 * older than T_TTY sees a tty request as one without its 3 fds.) */
+	if (r == 0 && nfds != (q.tty ? 0 : 3))
+		r = -EPROTO;
+	if (r < 0 || c->exec >= 0 || ei == MAX_EXECS) {
 		reply_exec_error(c->fd, r < 0 ? -r : EBUSY, 0,
 				 r < 0 ? "malformed exec request" : "too many commands running");
 		goto out;
