@@ -144,12 +144,14 @@ static void kill_tree(struct exec *e)
 				break;
 		}
 	}
+	/* While the stopped command lives: once it is dead, a child of it
+	 * that left its process group (setsid) is init's and no longer found. */
+	if (!cg)
+		kill_descendants(e->pid);
 	kill(-e->pid, SIGKILL);
 	kill(e->pid, SIGKILL);
-	if (!cg) {
-		kill_descendants(e->pid);
+	if (!cg)
 		return;
-	}
 	snprintf(name + base, sizeof(name) - base, "/cgroup.procs");
 	for (int round = 0; round < 50; round++) {
 		int fd = openat(cfg->cg_fd, name, O_RDONLY | O_CLOEXEC);
