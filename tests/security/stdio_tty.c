@@ -439,3 +439,28 @@ Test(stdio_tty, without_a_host_terminal)
 	cr_expect_not_null(strstr(out, "command not found"), "%s", out);
 	destroy(sb);
 }
+
+Test(stdio_tty, run_takes_t_too)
+{
+	setenv("SBX_STATE_DIR", sbx_runtime_state_dir(rt), 1);
+	setenv("SBX_IMAGE_DIR", sbx_runtime_image_dir(rt), 1);
+	char sbx[512], out_path[] = "/tmp/sbx-tty-run-XXXXXX", out[256];
+	snprintf(sbx, sizeof(sbx), "%s/src/cli/sbx", getenv("SBX_BUILD_ROOT"));
+	int o = mkstemp(out_path);
+	cr_assert_geq(o, 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(o, 1);
+		execl(sbx, "sbx", "run", "-t", "busybox", "--", "sh", "-c", "tty; exit 6", (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	ssize_t n = pread(o, out, sizeof(out) - 1, 0);
+	out[n > 0 ? n : 0] = '\0';
+	close(o);
+	unlink(out_path);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 6, "status %d: %s", st, out);
+	cr_expect_eq(strncmp(out, "/dev/pts/", 9), 0, "%s", out);
+}
