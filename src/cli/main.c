@@ -9,6 +9,7 @@
 
 #include <sbx/backend.h>
 
+#include "util/config.h"
 #include "cli.h"
 
 struct command {
@@ -129,7 +130,7 @@ static void log_stderr(sbx_log_level level, const char *msg, void *payload)
  * (secrets are redacted before any line reaches us). Default: warn. */
 static sbx_log_level log_level(void)
 {
-	const char *v = getenv("SBX_LOG");
+	const char *v = sbx__env("SBX_LOG");
 	if (!v || !*v || !strcmp(v, "warn"))
 		return SBX_LOG_WARN;
 	if (!strcmp(v, "debug"))
