@@ -83,7 +83,7 @@ const struct sbx_knob sbx__knobs[] = {
 	K("OPENENV_SANDBOX_BACKEND", CHOICE, "credentials", "local", "the reference framework's name for SBX_BACKEND"),
 	K("SBX_BACKEND", CHOICE, "credentials", "local", "default backend: local, e2b (= agentenv), daytona or modal (--backend wins)"),
 	/* standard variables sbx also reads */
-	K("HOME", PATH, "standard", "/root", "default key files (~/.config/..., ~/.modal.toml) and ~/.docker/config.json"),
+	K("HOME", PATH, "standard", "/root", "default key files (~/.config/..., ~/.modal.toml; /root without HOME) and ~/.docker/config.json"),
 	K("PATH", LIST, "standard", "/usr/bin:/bin", "where debootstrap and mkfs.btrfs are found (image bootstrap also tries /usr/sbin:/sbin)"),
 	K("TMPDIR", PATH, "standard", "/tmp", "e2b provider: temporary files of tree uploads and downloads"),
 };
