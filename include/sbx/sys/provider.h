@@ -27,7 +27,11 @@ struct sbx_process_fds {
 	int err_fd;     /**< stderr read end or -1 */
 	int in_fd;      /**< stdin write end or -1 */
 	int status_fd;  /**< readable when the exit status can be collected */
+	int tty_fd;     /**< the terminal's master with opts->tty, else -1 */
 };
+
+/** sbx_provider_ops.features: the provider runs commands on a terminal (opts->tty). */
+#define SBX_PROVIDER_TTY 1u
 
 #define SBX_PROVIDER_OPS_VERSION 1
 
@@ -82,6 +86,8 @@ typedef struct sbx_provider_ops {
 	int (*path_fd)(int *fd_out, void *sb, const char *path, sbx_error **err);
 	int (*pause)(void *sb, sbx_error **err);
 	int (*resume)(void *sb, sbx_error **err);
+	/** SBX_PROVIDER_* flags: options the core refuses (-ENOSYS) unless set. */
+	unsigned features;
 	/** Optional: the limits OPTS gets (see sbx_sandbox_limits()), defaults filled in. */
 	int (*limits)(sbx_limits *out, void *ctx, const sbx_sandbox_opts *opts, sbx_error **err);
 } sbx_provider_ops;
