@@ -171,11 +171,11 @@ static void remote_checks(const char *backend)
 	endpoint(c.endpoint && *c.endpoint ? c.endpoint : def);
 	double cap = env_num("SBX_MAX_EPISODE_S", "OPENENV_MAX_ROLLOUT_TIME_SECONDS", 3600);
 	if (!strcmp(backend, "modal")) {
-		double ttl = env_num("OPENENV_MODAL_SANDBOX_TTL_S", "SBX_SANDBOX_TTL_S", 1800);
+		double ttl = env_num("OPENENV_MODAL_SANDBOX_TTL_S", "SBX_SANDBOX_TTL_S", SBX_SANDBOX_TTL_DEFAULT_S);
 		verdict(ttl >= cap, "ttl", "Modal TTL %.0fs cannot be extended; it must be >= the episode cap %.0fs%s",
 			ttl, cap, ttl >= cap ? "" : " (raise OPENENV_MODAL_SANDBOX_TTL_S)");
 	} else {
-		double ttl = env_num("SBX_SANDBOX_TTL_S", "OPENENV_E2B_SANDBOX_TTL_S", 1800);
+		double ttl = sbx__sandbox_ttl_s(); /* what create will use */
 		verdict(ttl >= 60, "ttl", "%.0fs, renewed every %.0fs by keepalive (episode cap %.0fs)", ttl, ttl / 6, cap);
 	}
 	verdict(1, "disk quota", "%s reports no quota to check against (concurrency x storage_mb)", backend);

@@ -31,6 +31,7 @@
 
 #include "../util/alloc.h"
 #include "../util/cleanup.h"
+#include "../util/config.h"
 #include "../util/fs.h"
 #include "../util/log.h"
 #include "../util/str.h"
@@ -387,8 +388,7 @@ int sbx_sandbox_create_ex(sbx_sandbox **out, sbx_runtime *rt, const sbx_sandbox_
 	char **labels = with_labels(opts, ctl ? ctl->task : NULL);
 	unsigned ttl = opts->ttl_s;
 	if (ctl && ctl->keepalive && !ttl) {
-		double t = env_double("SBX_SANDBOX_TTL_S", env_double("OPENENV_E2B_SANDBOX_TTL_S", 1800));
-		ttl = t >= 1 ? (unsigned)t : 1800;
+		ttl = sbx__sandbox_ttl_s();
 	}
 	if (ctl)
 		ctl->attempts = 0;

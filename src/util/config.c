@@ -5,10 +5,12 @@
  * here: keep each group sorted by name, a default as the code applies it,
  * and the help to one line. scripts/checksrc.sh reads the K(...) lines.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+#include "str.h"
 #include "config.h"
 
 #define K(name, type, comp, def, help) { name, SBX_KNOB_##type, comp, def, help }
@@ -152,4 +154,15 @@ const char *sbx__env_dyn(const char *name)
 const char *sbx__env_user(const char *name)
 {
 	return getenv(name);
+}
+
+unsigned sbx__sandbox_ttl_s(void)
+{
+	const char *v[] = { sbx__env("SBX_SANDBOX_TTL_S"), sbx__env("OPENENV_E2B_SANDBOX_TTL_S") };
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		uint64_t n;
+		if (v[i] && sbx__parse_u64(&n, v[i]) == 0 && n > 0 && n <= SBX_SANDBOX_TTL_MAX_S)
+			return (unsigned)n;
+	}
+	return SBX_SANDBOX_TTL_DEFAULT_S;
 }

@@ -56,4 +56,12 @@ const char *sbx__env_dyn(const char *name);
  * value): passed through, not a knob of sbx. */
 const char *sbx__env_user(const char *name);
 
+/* The TTL of a sandbox whose spec sets none, for remote providers and the
+ * core's keepalive: SBX_SANDBOX_TTL_S, else OPENENV_E2B_SANDBOX_TTL_S, each
+ * whole seconds in 1..SBX_SANDBOX_TTL_MAX_S (anything else is skipped), else
+ * SBX_SANDBOX_TTL_DEFAULT_S. The one reading of those two knobs. */
+#define SBX_SANDBOX_TTL_DEFAULT_S 1800u
+#define SBX_SANDBOX_TTL_MAX_S 86400u
+unsigned sbx__sandbox_ttl_s(void);
+
 #endif

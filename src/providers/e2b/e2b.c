@@ -21,8 +21,6 @@
 #include "../../util/str.h"
 #include "e2b_int.h"
 
-#define DEFAULT_TTL_S 1800
-#define NEVER_TTL_S 86400
 
 static int e_init(void **ctx_out, sbx_runtime *rt, sbx_error **err)
 {
@@ -36,18 +34,6 @@ static int e_init(void **ctx_out, sbx_runtime *rt, sbx_error **err)
 static void e_fini(void *ctx)
 {
 	sbx__e2b_ctx_free(ctx);
-}
-
-static unsigned default_ttl(void)
-{
-	const char *vars[] = { "SBX_SANDBOX_TTL_S", "OPENENV_E2B_SANDBOX_TTL_S" };
-	for (size_t i = 0; i < SBX_ARRAY_SIZE(vars); i++) {
-		const char *v = sbx__env_dyn(vars[i]);
-		uint64_t n;
-		if (v && sbx__parse_u64(&n, v) == 0 && n > 0 && n <= NEVER_TTL_S)
-			return (unsigned)n;
-	}
-	return DEFAULT_TTL_S;
 }
 
 static const char *meta_get(char *const *md, const char *key)
@@ -126,7 +112,7 @@ static int e_create(void **sb_out, char **id_out, void *ctx, const sbx_sandbox_o
 		_cleanup_free_ char *w = xasprintf("sbx.workdir=%s", o->workdir);
 		sbx__strv_setenv(&md, w);
 	}
-	struct e2b_create cr = { .template_id = o->image, .timeout_s = o->ttl_s ? o->ttl_s : default_ttl(),
+	struct e2b_create cr = { .template_id = o->image, .timeout_s = o->ttl_s ? o->ttl_s : sbx__sandbox_ttl_s(),
 				 .metadata = (const char *const *)md, .env = o->env,
 				 .internet = o->network != SBX_NETWORK_NONE };
 	struct e2b_info in;
@@ -152,7 +138,7 @@ static int e_open(void **sb_out, void *ctx, const char *id, sbx_error **err)
 	int r = sbx__e2b_api_get(&in, c, id, err);
 	if (r == 0 && in.state && strcmp(in.state, "paused") == 0) {
 		sbx__e2b_info_clear(&in);
-		r = sbx__e2b_api_connect(&in, c, id, default_ttl(), err);
+		r = sbx__e2b_api_connect(&in, c, id, sbx__sandbox_ttl_s(), err);
 	}
 	if (r < 0)
 		return r;
@@ -189,7 +175,7 @@ static int e_download(void *h, const char *src, const char *dst, sbx_error **err
 static int e_set_timeout(void *h, unsigned ttl_s, sbx_error **err)
 {
 	struct e2b_sb *sb = h;
-	return sbx__e2b_api_timeout(sb->ctx, sb->conn.id, ttl_s ? ttl_s : NEVER_TTL_S, err);
+	return sbx__e2b_api_timeout(sb->ctx, sb->conn.id, ttl_s ? ttl_s : SBX_SANDBOX_TTL_MAX_S, err);
 }
 
 static int e_destroy(void *h, sbx_error **err)
@@ -347,7 +333,7 @@ static int e_resume(void *h, sbx_error **err)
 	sbx__e2b_info_clear(&in);
 	if (!paused)
 		return sbx_error_set(err, -EALREADY, "e2b: sandbox %s is not paused", sb->conn.id);
-	r = sbx__e2b_api_connect(&in, sb->ctx, sb->conn.id, default_ttl(), err);
+	r = sbx__e2b_api_connect(&in, sb->ctx, sb->conn.id, sbx__sandbox_ttl_s(), err);
 	if (r == 0 && in.token && (!sb->conn.token || strcmp(in.token, sb->conn.token) != 0)) {
 		free(sb->conn.token);
 		sb->conn.token = xstrdup(in.token);

@@ -122,6 +122,30 @@ Test(util_config, env_reads_and_flags_unknown_names)
 	sbx__log_set_sink(NULL, NULL, SBX_LOG_INFO);
 }
 
+/* The sandbox TTL default: one rule for the e2b provider, the core's
+ * keepalive and sbx doctor (they parsed it three ways before). */
+Test(util_config, sandbox_ttl_default)
+{
+	unsetenv("SBX_SANDBOX_TTL_S");
+	unsetenv("OPENENV_E2B_SANDBOX_TTL_S");
+	cr_assert_eq(sbx__sandbox_ttl_s(), SBX_SANDBOX_TTL_DEFAULT_S);
+	const struct sbx_knob *k = sbx__knob_find("SBX_SANDBOX_TTL_S");
+	cr_assert(k && strtoul(k->def, NULL, 10) == SBX_SANDBOX_TTL_DEFAULT_S, "documented default");
+	setenv("OPENENV_E2B_SANDBOX_TTL_S", "600", 1);
+	cr_assert_eq(sbx__sandbox_ttl_s(), 600u);
+	setenv("SBX_SANDBOX_TTL_S", "120", 1);
+	cr_assert_eq(sbx__sandbox_ttl_s(), 120u, "SBX_ wins over the reference framework's name");
+	const char *skipped[] = { "0", "-5", "90.5", "1h", "86401", "", "12x" };
+	for (size_t i = 0; i < sizeof(skipped) / sizeof(skipped[0]); i++) {
+		setenv("SBX_SANDBOX_TTL_S", skipped[i], 1);
+		cr_assert_eq(sbx__sandbox_ttl_s(), 600u, "'%s' is not a TTL: the next knob applies", skipped[i]);
+	}
+	setenv("SBX_SANDBOX_TTL_S", "86400", 1);
+	cr_assert_eq(sbx__sandbox_ttl_s(), SBX_SANDBOX_TTL_MAX_S);
+	unsetenv("SBX_SANDBOX_TTL_S");
+	unsetenv("OPENENV_E2B_SANDBOX_TTL_S");
+}
+
 /* ---- every variable src/ names is in the table ---- */
 
 static int n_files, n_names;
