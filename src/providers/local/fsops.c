@@ -48,9 +48,10 @@ static int open_parent(int root, const char *path, char **base, sbx_error **err)
 	return fd;
 }
 
-/* Reads one of the sandbox's account files (small; capped at
- * SBX_PASSWD_MAX). The sandbox may make it a FIFO or a link to a device:
- * O_NONBLOCK opens those at once, and only a regular file is read. */
+/* Reads one of the sandbox's account files (small; past SBX_PASSWD_MAX it
+ * is ignored, as the server and builds do, rather than cut mid-line). The
+ * sandbox may make it a FIFO or a link to a device: O_NONBLOCK opens those
+ * at once, and only a regular file is read. */
 static char *read_etc(int root, const char *file, size_t *len)
 {
 	struct stat st;
@@ -63,8 +64,10 @@ static char *read_etc(int root, const char *file, size_t *len)
 	char chunk[8192];
 	ssize_t n;
 	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
-		if (sbx__buf_append(&b, chunk, (size_t)n) < 0)
-			break;
+		if (sbx__buf_append(&b, chunk, (size_t)n) < 0) {
+			sbx__buf_free(&b);
+			return NULL;
+		}
 	return sbx__buf_steal(&b, len);
 }
 
