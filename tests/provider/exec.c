@@ -270,6 +270,9 @@ Test(conf_exec, stdin_echoed_back)
 		CONF_KNOWN_BUG("local exec deadlocks when stdin_data > 64 KiB goes to a command that "
 			       "sendfile()s it to stdout (busybox cat): exec.c's one-thread pump blocks in "
 			       "read() on the stdout pipe while cat's splice holds the pipe lock waiting for stdin");
+	else
+		CONF_KNOWN_BUG("e2b via sbx serve: cat of 200000 bytes of stdin_data ends with exit 141 "
+			       "(SIGPIPE) and no output; 65536 bytes work");
 	sbx_sandbox *sb = conf_create(NULL);
 	static const size_t sizes[] = { 1000, 65536, 200000, 1u << 20 };
 	unsigned char *data = malloc(1u << 20); /* checksrc: allow (test) */
@@ -284,7 +287,8 @@ Test(conf_exec, stdin_echoed_back)
 		sbx_exec_result r = conf_exec(sb, &o);
 		cr_assert_eq(r.timed_out, 0, "%s: cat of %zu bytes of stdin hung (%zu bytes out before the timeout)",
 			     C.name, sizes[i], r.out_len);
-		cr_assert_eq(r.out_len, sizes[i], "%s: cat gave back %zu of %zu bytes", C.name, r.out_len, sizes[i]);
+		cr_assert_eq(r.out_len, sizes[i], "%s: cat gave back %zu of %zu bytes (exit %d, stderr '%s')", C.name,
+			     r.out_len, sizes[i], r.exit_code, r.err ? r.err : "");
 		cr_assert_eq(memcmp(r.out, data, sizes[i]), 0);
 		sbx_exec_result_free(&r);
 	}

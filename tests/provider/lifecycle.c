@@ -212,6 +212,9 @@ static int wait_ended(sbx_sandbox *sb, double max_s)
 		sbx_exec_result r;
 		sbx_error *err = NULL;
 		int rc = sbx_sandbox_exec(&r, sb, &o, &err);
+		if (rc < 0)
+			fprintf(stderr, "%s: exec after expiry: %d %s (http %d)\n", C.name, rc, ERRMSG(err),
+				err ? err->http_status : 0);
 		sbx_error_free(err);
 		if (rc == 0)
 			sbx_exec_result_free(&r);
@@ -234,7 +237,6 @@ Test(conf_life, ttl_ends_the_sandbox)
 	int ra = wait_ended(a, 20), rb = wait_ended(b, 20);
 	cr_assert_lt(ra, 0, "%s: a sandbox with ttl_s 2 still runs commands", C.name);
 	cr_assert_lt(rb, 0, "%s: set_timeout(1) did not end the sandbox", C.name);
-	cr_assert(ra == -ESRCH && rb == -ESRCH, "%s: exec after expiry gives %d/%d, want -ESRCH", C.name, ra, rb);
 	/* an expired one is gone or shown as not running (local keeps it for gc) */
 	struct row row;
 	if (find_row(&row, sbx_sandbox_id(a))) {
@@ -253,6 +255,11 @@ Test(conf_life, ttl_ends_the_sandbox)
 	cr_assert_str_eq(x.out, "ok\n");
 	sbx_exec_result_free(&x);
 	conf_destroy(c);
+	/* last, so a known bug here hides none of the checks above */
+	if (C.kind == CONF_E2B && (ra != -ESRCH || rb != -ESRCH))
+		CONF_KNOWN_BUG("exec in a sandbox the server expired fails with -EIO (HTTP 502 'sandbox "
+			       "... not found'), not the documented -ESRCH");
+	cr_assert(ra == -ESRCH && rb == -ESRCH, "%s: exec after expiry gives %d/%d, want -ESRCH", C.name, ra, rb);
 }
 
 Test(conf_life, keepalive_outlives_the_ttl)
