@@ -369,9 +369,6 @@ Test(conf_life, cancel_during_create_leaves_nothing)
 	}
 	fprintf(stderr, "%s: %d of %zu racing cancels won\n", C.name, cancelled,
 		sizeof(delays) / sizeof(delays[0]) + (C.kind == CONF_FAULTY));
-	/* orphans are destroyed in the background: wait for them, bounded */
-	size_t left = conf_wait_count("conf.case=cancel", 0, 15);
-	cr_assert_eq(left, 0, "%s: %zu sandboxes left after cancelled creates", C.name, left);
 	/* a deadline works like a cancel */
 	ctl = (sbx_create_ctl)SBX_CREATE_CTL_INIT;
 	ctl.timeout_s = 0.0001;
@@ -382,7 +379,51 @@ Test(conf_life, cancel_during_create_leaves_nothing)
 	sbx_error_free(err);
 	if (r == 0)
 		conf_destroy(sb);
-	cr_assert_eq(conf_wait_count(NULL, 0, 15), 0, "%s: a timed-out create left a sandbox", C.name);
+	/* Orphans are made and destroyed in the background, and nothing says
+	 * when that is over: wait for none to be listed, give a create still
+	 * running time to finish, and look again. */
+	size_t left = conf_wait_count(NULL, 0, 15);
+	cr_assert_eq(left, 0, "%s: %zu sandboxes left after cancelled creates", C.name, left);
+	conf_sleep(1.0);
+	left = conf_wait_count(NULL, 0, 15);
+	cr_assert_eq(left, 0, "%s: %zu sandboxes appeared after cancelled creates", C.name, left);
+}
+
+/*
+ * The caller may free the runtime once create_ex returned -ECANCELED: the
+ * pipeline's worker must not touch it afterwards. Today the abandoned
+ * attempt thread (create.c attempt_thread, detached) still runs the
+ * provider's create and destroy on the freed provider context: ASan reports
+ * a heap-use-after-free in sbx__nspool_active (local.c hold_mntns <-
+ * local_create <- create.c run_attempt), freed by sbx_runtime_free ->
+ * local_fini. The sleep after the free keeps this process alive while the
+ * worker runs, so a crash is this test's, not a later one's.
+ */
+Test(conf_life, free_runtime_right_after_a_cancel)
+{
+	CONF_KNOWN_BUG("create.c: a create abandoned by a cancel runs on after sbx_runtime_free() and "
+		       "uses the freed provider context (ASan: heap-use-after-free in local_create via "
+		       "run_attempt); being fixed separately");
+	if (C.kind == CONF_FAULTY) {
+		sbx_faulty_config fc = { .seed = 4, .slow_ms = 300 };
+		sbx_faulty_configure(&fc);
+	}
+	static const double delays[] = { 0.0005, 0.001, 0.002, 0.004, 0.008, 0.02 };
+	for (size_t i = 0; i < sizeof(delays) / sizeof(delays[0]); i++) {
+		sbx_create_ctl ctl = SBX_CREATE_CTL_INIT;
+		struct firer f = { sbx_cancel_new(), delays[i], 0 };
+		sbx_sandbox *sb = NULL;
+		if (create_cancelled(&sb, &f, &ctl) == 0)
+			conf_destroy(sb);
+		sbx_cancel_free(f.c);
+	}
+	sbx_runtime_free(C.rt);
+	C.rt = NULL;
+	conf_sleep(1.5);
+	/* what the abandoned creates left: collected by a fresh runtime */
+	C.rt = conf_runtime();
+	size_t left = conf_wait_count("conf.case=cancel", 0, 15);
+	cr_assert_eq(left, 0, "%s: %zu sandboxes leaked by creates cancelled before a runtime free", C.name, left);
 }
 
 struct bg_create {
