@@ -271,9 +271,10 @@ Test(conf_exec, stdin_echoed_back)
 			       "sendfile()s it to stdout (busybox cat): exec.c's one-thread pump blocks in "
 			       "read() on the stdout pipe while cat's splice holds the pipe lock waiting for stdin");
 	else
-		CONF_KNOWN_BUG("e2b via sbx serve (local underneath): cat of 200000 bytes or 1 MiB of "
-			       "stdin_data hangs until timeout_s, or ends at once with exit 141 (SIGPIPE) and "
-			       "no output; 65536 bytes work");
+		CONF_KNOWN_BUG("e2b via sbx serve: cat of 200000 bytes or 1 MiB of stdin_data hangs until "
+			       "timeout_s (once: exit 141, no output); 65536 bytes work. The server's SendInput "
+			       "holds the process lock through a blocking send() of a 256 KiB chunk, and the "
+			       "stdout pump needs that lock to publish what cat wrote (envd_process.c)");
 	sbx_sandbox *sb = conf_create(NULL);
 	static const size_t sizes[] = { 1000, 65536, 200000, 1u << 20 };
 	unsigned char *data = malloc(1u << 20); /* checksrc: allow (test) */
