@@ -34,8 +34,11 @@ typedef struct sbx_runtime_opts {
 	const char *state_dir;      /**< NULL = $SBX_STATE_DIR or /run/sbx */
 	const char *image_dir;      /**< NULL = $SBX_IMAGE_DIR or /var/lib/sbx/images */
 	const char *default_provider; /**< NULL = "local" */
-	sbx_log_fn log;             /**< NULL = no logging */
-	void *log_payload;
+	sbx_log_fn log;             /**< NULL = no logging. Process-wide: it stays
+	                                 installed after sbx_runtime_free(), until a
+	                                 later runtime sets another */
+	void *log_payload;          /**< borrowed; must outlive every runtime (and
+	                                 any worker it waits for) that may log */
 	sbx_log_level log_level;    /**< highest level passed to log */
 } sbx_runtime_opts;
 
@@ -48,7 +51,12 @@ typedef struct sbx_runtime_opts {
  */
 int sbx_runtime_new(sbx_runtime **out, const sbx_runtime_opts *opts, sbx_error **err);
 
-/** Frees a runtime. Sandboxes still open must be freed first. NULL is fine. */
+/**
+ * Frees a runtime. Sandboxes still open must be freed first. NULL is fine.
+ * First waits for creates abandoned by a cancel or deadline
+ * (sbx_sandbox_create_ex()) to return from their provider and destroy what
+ * they made, since they use the provider contexts this frees.
+ */
 void sbx_runtime_free(sbx_runtime *rt);
 
 /** Borrowed: the state directory in use. */

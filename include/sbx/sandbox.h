@@ -23,6 +23,8 @@ typedef struct sbx_sandbox sbx_sandbox;
  * Creates a sandbox.
  * @param out owned; release with sbx_sandbox_free() (after sbx_sandbox_destroy()
  *        unless the sandbox should live on).
+ * @param opts borrowed for the call only; what the provider reads is copied
+ *        (see sbx_sandbox_opts).
  * @return 0, -EINVAL (bad spec), -ENOENT (unknown image or provider),
  *         -EAGAIN (provider throttled), other negative codes from the provider.
  */
@@ -56,7 +58,7 @@ typedef struct sbx_create_ctl {
 	sbx_cancel *cancel;   /**< firing it makes the create return -ECANCELED at once;
 	                           a sandbox the provider still produces is destroyed */
 	double timeout_s;     /**< 0 = none; like a cancel at expiry, but -ETIMEDOUT */
-	const char *task;     /**< recorded as label sbx.task */
+	const char *task;     /**< recorded as label sbx.task (copied) */
 	int keepalive;        /**< renew the TTL every TTL/6 while the handle lives;
 	                           the TTL defaults to SBX_SANDBOX_TTL_S (1800) */
 	unsigned attempts;    /**< out: provider create calls made */
@@ -68,7 +70,16 @@ typedef struct sbx_create_ctl {
  * sbx_sandbox_create() with cancellation, a deadline, a task label and
  * keepalive. Every sandbox also gets labels sbx.launcher ($SBX_LAUNCHER or the
  * unix user) and sbx.run_id ($SBX_RUN_ID or $OPENENV_RUN_ID, omitted when unset).
- * @param ctl may be NULL (same as sbx_sandbox_create()); ctl->attempts is written.
+ *
+ * Ownership: `opts` and `ctl` (its task and cancel token too) are borrowed
+ * for the call only. On -ECANCELED / -ETIMEDOUT the provider call may still
+ * be running on a worker thread; that worker reads only its own copy of the
+ * spec, destroys whatever the provider produces, and keeps using the runtime
+ * (provider context, semaphore, log sink) until it ends: sbx_runtime_free()
+ * waits for it.
+ * @param opts borrowed for the call only (see sbx_sandbox_opts).
+ * @param ctl may be NULL (same as sbx_sandbox_create()); ctl->attempts is written;
+ *        borrowed for the call only.
  * @return as sbx_sandbox_create(), plus -ECANCELED and -ETIMEDOUT.
  */
 int sbx_sandbox_create_ex(sbx_sandbox **out, sbx_runtime *rt, const sbx_sandbox_opts *opts,
@@ -130,6 +141,16 @@ typedef struct sbx_exec_opts {
 	                                alone; the provider may give them to root inside
 	                                (so /dev/stdout reopens under a user namespace).
 	                                0: they are left as they are */
+	int tty;                   /**< 1: run on a terminal made inside the sandbox (its own
+	                                devpts): stdin, stdout and stderr are its slave and
+	                                its controlling terminal; no stdio fd of the caller
+	                                enters. sbx_sandbox_exec() then captures the
+	                                terminal's output as stdout (stderr stays empty) and
+	                                types stdin_data into it; a process's master is
+	                                sbx_process_tty_fd(). The *_fd fields are ignored.
+	                                Providers without terminals: -ENOSYS */
+	unsigned tty_rows;         /**< window size at start; 0 = 24 rows */
+	unsigned tty_cols;         /**< 0 = 80 columns */
 } sbx_exec_opts;
 
 #define SBX_EXEC_OPTS_INIT { .version = SBX_EXEC_OPTS_VERSION, .stdout_fd = -1, .stderr_fd = -1, .stdin_fd = -1 }
@@ -153,7 +174,8 @@ typedef struct sbx_exec_result {
  * @param out owned; free with sbx_exec_result_free(). A command that fails to
  *        start (no such file) yields exit_code 127 and a message on stderr.
  * @return 0 when the command ran (whatever its exit code), -EINVAL (bad opts),
- *         -ESRCH (sandbox gone), -E2BIG (argv/env too large).
+ *         -ESRCH (sandbox gone), -E2BIG (argv/env too large), -ENOSYS (opts->tty
+ *         on a provider without terminals).
  */
 int sbx_sandbox_exec(sbx_exec_result *out, sbx_sandbox *sb, const sbx_exec_opts *opts,
 		     sbx_error **err);

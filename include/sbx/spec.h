@@ -38,7 +38,12 @@ typedef enum sbx_scratch_kind {
 #define SBX_SANDBOX_OPTS_VERSION 1
 
 /**
- * Sandbox spec. All pointers are borrowed for the duration of the create call.
+ * Sandbox spec. All pointers are borrowed for the duration of the create call
+ * only: the create copies every string and string array it hands a provider
+ * (provider, image, env, workdir, user, labels, hostname, upper_dir,
+ * allow_out, deny_out), so the caller may free or reuse them as soon as
+ * sbx_sandbox_create() / sbx_sandbox_create_ex() returns, also when it
+ * returned -ECANCELED or -ETIMEDOUT while the provider call goes on.
  * String arrays are NULL-terminated lists of "KEY=VALUE".
  */
 typedef struct sbx_sandbox_opts {

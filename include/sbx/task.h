@@ -183,6 +183,9 @@ typedef struct sbx_episode_result {
 /**
  * Runs one episode: resolve → create → agent → verify → destroy. Failures of
  * the episode itself are reported in `out->status`, not as a return code.
+ * `task` and `opts` are borrowed for the call only: a create cut by the
+ * episode clock goes on in the background on its own copy of the spec and
+ * destroys what it makes (sbx_runtime_free() waits for it).
  * @param out filled (owned fields) whenever 0 is returned; free with
  *        sbx_episode_result_free().
  * @return 0 (see out->status), -EINVAL (bad opts: unknown agent).

@@ -8,6 +8,9 @@
  *   - cancel safety: with a cancel token or a deadline, each attempt runs on
  *     a worker thread; if the caller gives up, the worker destroys whatever
  *     the provider still produces. Nothing is leaked by a cancelled episode.
+ *     The worker reads only its attempt's own copy of the spec, since the
+ *     caller's is borrowed for the call alone, and sbx_runtime_free waits
+ *     for workers before it frees the provider contexts they use.
  *   - ownership labels (sbx.task, sbx.launcher, sbx.run_id) on every sandbox.
  */
 #include <ctype.h>
@@ -16,6 +19,7 @@
 #include <pthread.h>
 #include <pwd.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -156,19 +160,83 @@ static char **with_labels(const sbx_sandbox_opts *o, const char *task)
 	return v;
 }
 
+/* ---- the attempt's own copy of the spec ---------------------------------- */
+
+/* Everything a provider's create may read through its opts. The strings and
+ * arrays are the attempt's: an abandoned attempt outlives the caller's. */
+struct spec {
+	sbx_sandbox_opts o;     /* every pointer points at the fields below */
+	char *provider, *image, *workdir, *user, *hostname, *upper_dir;
+	char **env, **labels, **allow_out, **deny_out;
+};
+
+#define ALIGN_UP(n, a) (((n) + (a) - 1) / (a) * (a))
+/* A field appended to sbx_sandbox_opts trips this (a pointer always does:
+ * trailing padding is narrower than the struct's pointer alignment). If it
+ * is a pointer, copy it in spec_copy() and free it in spec_clear(); then
+ * name the new last field here. */
+_Static_assert(sizeof(sbx_sandbox_opts) ==
+		       ALIGN_UP(offsetof(sbx_sandbox_opts, scratch) + sizeof(sbx_scratch_kind), _Alignof(sbx_sandbox_opts)),
+	       "sbx_sandbox_opts grew: review spec_copy()");
+
+static char *dup_opt(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+static char **dup_strv(const char *const *v, const char *const **field)
+{
+	char **r = sbx__strv_dup(v);
+	*field = (const char *const *)r;
+	return r;
+}
+
+/* `labels` (the caller's plus the pipeline's) replace o->labels. */
+static void spec_copy(struct spec *s, const sbx_sandbox_opts *o, char *const *labels, unsigned ttl)
+{
+	s->o = *o;
+	s->o.ttl_s = ttl;
+	s->o.provider = s->provider = dup_opt(o->provider);
+	s->o.image = s->image = dup_opt(o->image);
+	s->o.workdir = s->workdir = dup_opt(o->workdir);
+	s->o.user = s->user = dup_opt(o->user);
+	s->o.hostname = s->hostname = dup_opt(o->hostname);
+	s->o.upper_dir = s->upper_dir = dup_opt(o->upper_dir);
+	s->env = dup_strv(o->env, &s->o.env);
+	s->labels = dup_strv((const char *const *)labels, &s->o.labels);
+	s->allow_out = dup_strv(o->allow_out, &s->o.allow_out);
+	s->deny_out = dup_strv(o->deny_out, &s->o.deny_out);
+}
+
+static void spec_clear(struct spec *s)
+{
+	free(s->provider);
+	free(s->image);
+	free(s->workdir);
+	free(s->user);
+	free(s->hostname);
+	free(s->upper_dir);
+	sbx__strv_free(s->env);
+	sbx__strv_free(s->labels);
+	sbx__strv_free(s->allow_out);
+	sbx__strv_free(s->deny_out);
+}
+
 /* ---- one attempt, possibly on a worker thread --------------------------- */
 
+/* Shared by the caller and, when threaded, the worker; freed by the last of
+ * them to let go. Nothing in it points at the caller's memory. */
 struct attempt {
 	pthread_mutex_t m;
 	pthread_cond_t c;
 	int refs;               /* caller + worker */
 	int done;
 	int abandoned;          /* the caller gave up; the worker cleans up */
-	const sbx_provider_ops *ops;
-	void *ctx;
-	sbx_sandbox_opts opts;  /* labels point into `labels` */
-	char **labels;
-	struct sbx_sem *sem;
+	const sbx_provider_ops *ops;  /* static, or registered for the process's life */
+	sbx_runtime *rt;        /* held (sbx__runtime_worker_hold) while a worker runs */
+	void *ctx;              /* the runtime's provider context */
+	struct spec spec;
+	struct sbx_sem *sem;    /* the runtime's */
 	int r;
 	void *impl;
 	char *id;
@@ -192,7 +260,7 @@ static void attempt_unref(struct attempt *a)
 		return;
 	pthread_mutex_destroy(&a->m);
 	pthread_cond_destroy(&a->c);
-	sbx__strv_free(a->labels);
+	spec_clear(&a->spec);
 	sbx_error_free(a->err);
 	free(a->id);
 	free(a);
@@ -204,7 +272,7 @@ static void run_attempt(struct attempt *a)
 	void *impl = NULL;
 	char *id = NULL;
 	sbx_error *e = NULL;
-	int r = a->ops->create(&impl, &id, a->ctx, &a->opts, &e);
+	int r = a->ops->create(&impl, &id, a->ctx, &a->spec.o, &e);
 	sem_release(a->sem);
 	pthread_mutex_lock(&a->m);
 	a->r = r;
@@ -232,8 +300,10 @@ static void run_attempt(struct attempt *a)
 static void *attempt_thread(void *arg)
 {
 	struct attempt *a = arg;
+	sbx_runtime *rt = a->rt;
 	run_attempt(a);
 	attempt_unref(a);
+	sbx__runtime_worker_release(rt);
 	return NULL;
 }
 
@@ -333,18 +403,22 @@ int sbx_sandbox_create_ex(sbx_sandbox **out, sbx_runtime *rt, const sbx_sandbox_
 		pthread_cond_init(&a->c, NULL);
 		a->refs = 1;
 		a->ops = ops;
+		a->rt = rt;
 		a->ctx = ctx;
-		a->opts = *opts;
-		a->opts.ttl_s = ttl;
-		a->labels = sbx__strv_dup((const char *const *)labels);
-		a->opts.labels = (const char *const *)a->labels;
+		spec_copy(&a->spec, opts, labels, ttl);
 		a->sem = sem;
 		if (ctl)
 			ctl->attempts++;
 		pthread_t th;
 		if (threaded) {
 			a->refs = 2;
-			if (pthread_create(&th, NULL, attempt_thread, a) != 0) {
+			sbx__runtime_worker_hold(rt);
+			int e = pthread_create(&th, NULL, attempt_thread, a);
+			if (e != 0) {
+				/* Still correct, only no longer cancellable mid-call. */
+				SBX_LOGW("%s create: no worker thread (%s); running it uncancellable",
+					 ops->name, strerror(e));
+				sbx__runtime_worker_release(rt);
 				a->refs = 1;
 				run_attempt(a);
 			} else {

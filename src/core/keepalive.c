@@ -106,9 +106,13 @@ void sbx__keepalive_add(sbx_runtime *rt, sbx_sandbox *sb, unsigned ttl_s)
 		struct sbx_keepalive *k = xcalloc(1, sizeof(*k));
 		pthread_mutex_init(&k->m, NULL);
 		pthread_cond_init(&k->c, NULL);
-		if (pthread_create(&k->thread, NULL, run, k) != 0) {
+		int e = pthread_create(&k->thread, NULL, run, k);
+		if (e != 0) {
 			pthread_mutex_unlock(&rt->lock);
-			SBX_LOGE("keepalive: cannot start its thread; TTLs will not be renewed");
+			SBX_LOGE("keepalive: cannot start its thread (%s); the TTL of sandbox %s will not be "
+				 "renewed", strerror(e), sbx_sandbox_id(sb));
+			pthread_mutex_destroy(&k->m);
+			pthread_cond_destroy(&k->c);
 			free(k);
 			return;
 		}

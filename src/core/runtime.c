@@ -52,16 +52,47 @@ int sbx_runtime_new(sbx_runtime **out, const sbx_runtime_opts *opts, sbx_error *
 	rt->image_dir = xstrdup(images);
 	rt->default_provider = xstrdup(opts->default_provider ? opts->default_provider : "local");
 	pthread_mutex_init(&rt->lock, NULL);
+	pthread_mutex_init(&rt->workers_lock, NULL);
+	pthread_cond_init(&rt->workers_idle, NULL);
 	if (opts->log)
 		sbx__log_set_sink(opts->log, opts->log_payload, opts->log_level);
 	*out = rt;
 	return 0;
 }
 
+void sbx__runtime_worker_hold(sbx_runtime *rt)
+{
+	pthread_mutex_lock(&rt->workers_lock);
+	rt->workers++;
+	pthread_mutex_unlock(&rt->workers_lock);
+}
+
+/* The worker's last touch of the runtime. */
+void sbx__runtime_worker_release(sbx_runtime *rt)
+{
+	pthread_mutex_lock(&rt->workers_lock);
+	if (--rt->workers == 0)
+		pthread_cond_broadcast(&rt->workers_idle);
+	pthread_mutex_unlock(&rt->workers_lock);
+}
+
+/* Creates abandoned by a cancel or deadline still run in the provider and
+ * then destroy what it made; the contexts they use must outlive them. */
+static void wait_workers(sbx_runtime *rt)
+{
+	pthread_mutex_lock(&rt->workers_lock);
+	if (rt->workers)
+		SBX_LOGI("runtime: waiting for %u abandoned create(s) to finish and clean up", rt->workers);
+	while (rt->workers)
+		pthread_cond_wait(&rt->workers_idle, &rt->workers_lock);
+	pthread_mutex_unlock(&rt->workers_lock);
+}
+
 void sbx_runtime_free(sbx_runtime *rt)
 {
 	if (!rt)
 		return;
+	wait_workers(rt);
 	sbx__keepalive_stop(rt);
 	for (size_t i = 0; i < SBX_MAX_PROVIDERS; i++) {
 		if (rt->ops[i] && rt->ops[i]->fini)
@@ -72,6 +103,8 @@ void sbx_runtime_free(sbx_runtime *rt)
 		}
 	}
 	pthread_mutex_destroy(&rt->lock);
+	pthread_mutex_destroy(&rt->workers_lock);
+	pthread_cond_destroy(&rt->workers_idle);
 	free(rt->state_dir);
 	free(rt->image_dir);
 	free(rt->default_provider);

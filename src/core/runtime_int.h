@@ -27,7 +27,15 @@ struct sbx_runtime {
 	void *ctx[SBX_MAX_PROVIDERS];
 	struct sbx_sem sem[SBX_MAX_PROVIDERS];  /* per provider, sized on first use */
 	struct sbx_keepalive *keepalive;         /* lazily started (keepalive.c) */
+	pthread_mutex_t workers_lock;  /* guards workers */
+	pthread_cond_t workers_idle;   /* signalled when workers drops to 0 */
+	unsigned workers;              /* create attempts on threads of their own (create.c) */
 };
+
+/* A create worker uses the runtime (provider context, semaphore) until it
+ * releases it, also after its caller gave up: sbx_runtime_free waits. */
+void sbx__runtime_worker_hold(sbx_runtime *rt);
+void sbx__runtime_worker_release(sbx_runtime *rt);
 
 /* The create semaphore of a provider already set up by sbx__runtime_provider. */
 struct sbx_sem *sbx__runtime_sem(sbx_runtime *rt, const sbx_provider_ops *ops);
@@ -36,6 +44,9 @@ struct sbx_sem *sbx__runtime_sem(sbx_runtime *rt, const sbx_provider_ops *ops);
 sbx_sandbox *sbx__sandbox_wrap(sbx_runtime *rt, const sbx_provider_ops *ops, void *impl, char *id);
 /* sandbox.c: argument checks shared by every create entry point. */
 int sbx__sandbox_check_opts(const sbx_sandbox_opts *o, sbx_error **err);
+/* process.c: the tty fields of exec opts against what the provider can do
+ * (-ENOSYS naming the provider, -EINVAL for a size past 65535). */
+int sbx__exec_check_tty(const sbx_provider_ops *ops, const sbx_exec_opts *o, sbx_error **err);
 /* Provider access for core helpers (keepalive). */
 const sbx_provider_ops *sbx__sandbox_ops(const sbx_sandbox *sb);
 void *sbx__sandbox_impl(const sbx_sandbox *sb);

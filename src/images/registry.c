@@ -8,24 +8,21 @@
  * while being hashed; only 2xx bodies reach the sink.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
-#include <openssl/evp.h>
-
-#include <sbx/version.h>
 
 #include "util/alloc.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
+#include "util/http.h"
 #include "util/log.h"
+#include "util/sha256.h"
 #include "util/str.h"
 #include "registry_int.h"
 #include "store.h"
@@ -52,152 +49,110 @@ struct xfer {
 	EVP_MD_CTX *md;           /* hashes the 2xx body when set */
 	uint64_t got, limit;      /* limit 0: none */
 	int fail;                 /* why the sink refused: -E2BIG, -EFBIG, -errno */
+	enum sbx_http_fail why;   /* how the transfer failed */
+	char error[256];          /* and what the client said */
 	sbx_buf errbody;          /* start of a non-2xx body (registry error JSON) */
 	sbx_registry_progress_fn progress;
 	void *payload;
 };
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-
-static void curl_init_once(void)
+static void on_header(sbx_http_req *rq, const char *name, size_t nl, const char *v, size_t vl)
 {
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-static size_t on_header(char *data, size_t size, size_t n, void *p)
-{
-	struct xfer *x = p;
-	size_t len = size * n;
-	if (len > 5 && strncmp(data, "HTTP/", 5) == 0) {
-		const char *sp = memchr(data, ' ', len);
-		x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+	struct xfer *x = rq->payload;
+	if (!name) {
+		/* a new response (after a redirect): its headers replace the old */
+		x->status = rq->status;
 		free(steal_ptr(&x->www_auth));
 		free(steal_ptr(&x->content_type));
-		return len;
+		return;
 	}
 	char **slot = NULL;
-	size_t skip = 0;
-	if (len > 17 && strncasecmp(data, "WWW-Authenticate:", 17) == 0) {
+	if (nl == 16 && strncasecmp(name, "WWW-Authenticate", 16) == 0)
 		slot = &x->www_auth;
-		skip = 17;
-	} else if (len > 13 && strncasecmp(data, "Content-Type:", 13) == 0) {
+	else if (nl == 12 && strncasecmp(name, "Content-Type", 12) == 0)
 		slot = &x->content_type;
-		skip = 13;
-	}
 	if (slot && !*slot)
-		*slot = sbx__str_trim(xstrndup(data + skip, len - skip));
-	return len;
+		*slot = xstrndup(v, vl);
 }
 
-static size_t on_body(char *data, size_t size, size_t n, void *p)
+static int on_body(sbx_http_req *rq, const char *data, size_t len)
 {
-	struct xfer *x = p;
-	size_t len = size * n;
+	struct xfer *x = rq->payload;
 	if (x->status < 200 || x->status >= 300) {
 		sbx__buf_append_trunc(&x->errbody, data, len);
-		return len;
-	}
-	if (x->limit && x->got + len > x->limit) {
-		x->fail = -EFBIG;
 		return 0;
 	}
+	if (x->limit && x->got + len > x->limit)
+		return x->fail = -EFBIG;
 	x->got += len;
 	if (x->md)
 		EVP_DigestUpdate(x->md, data, len);
-	if (x->body && sbx__buf_append(x->body, data, len) < 0) {
-		x->fail = -E2BIG;
-		return 0;
-	}
+	if (x->body && sbx__buf_append(x->body, data, len) < 0)
+		return x->fail = -E2BIG;
 	if (!x->body && x->fd >= 0) {
 		int r = sbx__write_all(x->fd, data, len);
-		if (r < 0) {
-			x->fail = r;
-			return 0;
-		}
+		if (r < 0)
+			return x->fail = r;
 	}
-	return len;
-}
-
-static int on_progress(void *p, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
-		       curl_off_t ulnow)
-{
-	struct xfer *x = p;
-	(void)dltotal, (void)ultotal, (void)ulnow;
-	if (x->progress && x->status >= 200 && x->status < 300)
-		x->progress(x->payload, (uint64_t)dlnow, x->limit);
 	return 0;
 }
 
-/* One HTTP GET of URL with optional Accept and Authorization header lines. */
-static CURLcode perform(struct sbx_registry *c, const char *url, bool plain, const char *accept,
-			const char *authz, struct xfer *x)
+static void on_progress(sbx_http_req *rq, uint64_t received)
 {
-	CURL *h = c->curl;
-	curl_easy_reset(h);
-	struct curl_slist *hdrs = NULL;
+	struct xfer *x = rq->payload;
+	if (x->status >= 200 && x->status < 300)
+		x->progress(x->payload, received, x->limit);
+}
+
+/* One HTTP GET of URL with optional Accept and Authorization header lines
+ * (redirects followed, to http only when PLAIN). @return 0 or <0 (see x->why). */
+static int perform(const char *url, bool plain, const char *accept, const char *authz,
+		   struct xfer *x)
+{
+	const char *hdrs[3] = { 0 };
+	size_t n = 0;
 	if (accept)
-		hdrs = curl_slist_append(hdrs, accept);
+		hdrs[n++] = accept;
 	if (authz)
-		hdrs = curl_slist_append(hdrs, authz);
-	const char *protos = plain ? "http,https" : "https";
-	c->errbuf[0] = '\0';
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, protos);
-	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, protos);
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "sbx/" SBX_VERSION_STRING);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
-	if (x->progress) {
-		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-		curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
-	}
-	CURLcode rc = curl_easy_perform(h);
-	curl_slist_free_all(hdrs);
-	long status = 0;
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	if (status)
-		x->status = status;
-	return rc;
+		hdrs[n++] = authz;
+	sbx_http_req rq = { .url = url, .headers = hdrs, .protocols = plain ? "http,https" : "https",
+			    .max_redirects = 5, .connect_timeout_ms = 30000, .low_speed_time_s = 60,
+			    .on_data = on_body, .on_header = on_header,
+			    .on_progress = x->progress ? on_progress : NULL, .payload = x };
+	int r = sbx__http_perform(&rq, NULL);
+	if (rq.status)
+		x->status = rq.status;
+	x->why = rq.fail;
+	snprintf(x->error, sizeof(x->error), "%s", rq.error);
+	return r;
 }
 
 /* Maps a failed transfer to an error naming WHAT and where it went. */
-static int transport_error(struct sbx_registry *c, CURLcode rc, struct xfer *x, const char *what,
+static int transport_error(struct sbx_registry *c, struct xfer *x, const char *what,
 			   const char *where, sbx_error **err)
 {
-	const char *why = c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc);
-	if (rc == CURLE_COULDNT_CONNECT)
+	const char *why = x->error;
+	if (x->why == SBX_HTTP_CONNECT)
 		return sbx_error_set(err, -ECONNREFUSED, "cannot connect to %s: %s" HINT, where, why,
 				     c->name, c->name);
-	if (rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY)
+	if (x->why == SBX_HTTP_RESOLVE)
 		return sbx_error_set(err, -EHOSTUNREACH, "cannot resolve %s: %s" HINT, where, why,
 				     c->name, c->name);
-	if (rc == CURLE_OPERATION_TIMEDOUT)
+	if (x->why == SBX_HTTP_TIMEOUT)
 		return sbx_error_set(err, -ETIMEDOUT, "%s from %s timed out: %s" HINT, what, where,
 				     why, c->name, c->name);
-	if (rc == CURLE_WRITE_ERROR && x->fail == -E2BIG)
+	if (x->fail == -E2BIG)
 		return sbx_error_set(err, -E2BIG, "%s is larger than %u MiB", what,
 				     (unsigned)(x->body->max >> 20));
-	if (rc == CURLE_WRITE_ERROR && x->fail == -EFBIG)
+	if (x->fail == -EFBIG)
 		return sbx_error_set(err, -EINVAL, "%s is larger than the %llu bytes the manifest gives",
 				     what, (unsigned long long)x->limit);
-	if (rc == CURLE_WRITE_ERROR && x->fail)
+	if (x->fail)
 		return sbx_error_setsys(err, x->fail, -x->fail, "write %s", what);
-	if (rc == CURLE_UNSUPPORTED_PROTOCOL)
+	if (x->why == SBX_HTTP_SCHEME)
 		return sbx_error_set(err, -EPROTO, "%s: %s (plain http is only used for loopback "
 				     "registries and SBX_INSECURE_REGISTRIES)", what, why);
-	if (rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_PEER_FAILED_VERIFICATION ||
-	    rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_SSL_CERTPROBLEM)
+	if (x->why == SBX_HTTP_TLS)
 		return sbx_error_set(err, -EPROTO, "TLS with %s failed: %s" HINT, where, why, c->name,
 				     c->name);
 	return sbx_error_set(err, -EIO, "%s from %s: %s", what, where, why);
@@ -271,24 +226,21 @@ static int fetch_token(struct sbx_registry *c, const char *params, sbx_error **e
 		return sbx_error_set(err, -EPROTO, "token realm '%s' is not an http(s) URL", realm);
 	}
 	_cleanup_free_ char *dflt = xasprintf("repository:%s:pull", c->repo);
-	char *esc_scope = curl_easy_escape(c->curl, scope ? scope : dflt, 0);
-	char *esc_service = service ? curl_easy_escape(c->curl, service, 0) : NULL;
+	_cleanup_free_ char *esc_scope = sbx__http_escape(scope ? scope : dflt);
+	_cleanup_free_ char *esc_service = service ? sbx__http_escape(service) : NULL;
 	_cleanup_free_ char *url = xasprintf("%s%cscope=%s%s%s", realm, strchr(realm, '?') ? '&' : '?',
-					     esc_scope ? esc_scope : "", esc_service ? "&service=" : "",
+					     esc_scope, esc_service ? "&service=" : "",
 					     esc_service ? esc_service : "");
-	curl_free(esc_scope);
-	curl_free(esc_service);
 	_cleanup_free_ char *authz = c->basic ? xasprintf("Authorization: Basic %s", c->basic) : NULL;
 	sbx_buf body;
 	sbx__buf_init(&body, TOKEN_MAX);
 	struct xfer x = { .body = &body, .fd = -1 };
 	sbx__buf_init(&x.errbody, ERRBODY_MAX);
-	CURLcode rc = perform(c, url, plain, NULL, authz, &x);
+	int r = perform(url, plain, NULL, authz, &x);
 	if (authz)
 		explicit_bzero(authz, strlen(authz));
-	int r = 0;
-	if (rc != CURLE_OK) {
-		r = transport_error(c, rc, &x, "token", realm, err);
+	if (r < 0) {
+		r = transport_error(c, &x, "token", realm, err);
 	} else if (x.status == 401 || x.status == 403) {
 		if (c->basic)
 			r = sbx_error_set(err, -EACCES, "token server %s refused the credentials for "
@@ -358,12 +310,12 @@ static int request(struct sbx_registry *c, const char *path, const char *accept,
 		if (x->body)
 			x->body->len = 0;
 		if (x->md)
-			EVP_DigestInit_ex(x->md, EVP_sha256(), NULL);
-		CURLcode rc = perform(c, url, c->plain_ok, accept, authz, x);
+			sbx__sha256_reset(x->md);
+		int rc = perform(url, c->plain_ok, accept, authz, x);
 		if (authz)
 			explicit_bzero(authz, strlen(authz));
-		if (rc != CURLE_OK)
-			return transport_error(c, rc, x, what, c->base, err);
+		if (rc < 0)
+			return transport_error(c, x, what, c->base, err);
 		if (x->status == 401 && attempt == 0) {
 			int r = authenticate(c, x, what, err);
 			if (r < 0)
@@ -432,9 +384,7 @@ int sbx__registry_get_blob_file(struct sbx_registry *c, const char *digest, uint
 {
 	struct xfer x = { .fd = fd, .limit = size, .progress = progress, .payload = payload };
 	sbx__buf_init(&x.errbody, ERRBODY_MAX);
-	x.md = EVP_MD_CTX_new();
-	if (!x.md)
-		return sbx_error_set(err, -ENOMEM, "sha256: out of memory");
+	x.md = sbx__sha256_new();
 	_cleanup_free_ char *path = xasprintf("blobs/%s", digest);
 	_cleanup_free_ char *what = xasprintf("blob %s", digest);
 	int r = request(c, path, NULL, &x, what, err);
@@ -442,12 +392,8 @@ int sbx__registry_get_blob_file(struct sbx_registry *c, const char *digest, uint
 		r = sbx_error_set(err, -EINVAL, "blob %s has %llu bytes, the manifest says %llu",
 				  digest, (unsigned long long)x.got, (unsigned long long)size);
 	if (r == 0) {
-		unsigned char md[EVP_MAX_MD_SIZE];
-		unsigned int n = 0;
-		char hex[2 * EVP_MAX_MD_SIZE + 1];
-		EVP_DigestFinal_ex(x.md, md, &n);
-		for (unsigned int i = 0; i < n; i++)
-			snprintf(hex + 2 * i, 3, "%02x", md[i]);
+		char hex[SBX_SHA256_HEX_LEN + 1];
+		sbx__sha256_final_hex(x.md, hex);
 		if (strcmp(hex, digest + 7) != 0)
 			r = sbx_error_set(err, -EINVAL, "blob %s has digest sha256:%s", digest, hex);
 	}
@@ -458,15 +404,12 @@ int sbx__registry_get_blob_file(struct sbx_registry *c, const char *digest, uint
 int sbx__registry_open(struct sbx_registry **out, const struct sbx_image_ref *ref,
 		       const char *name, sbx_error **err)
 {
-	pthread_once(&curl_once, curl_init_once);
 	struct sbx_registry *c = xcalloc(1, sizeof(*c));
 	c->name = xstrdup(name);
 	c->repo = xstrdup(ref->repository);
 	int r = sbx__registry_resolve_base(c, ref->registry, err);
 	if (r == 0)
 		r = sbx__registry_load_credentials(c, sbx__image_ref_is_docker_hub(c->host), err);
-	if (r == 0 && !(c->curl = curl_easy_init()))
-		r = sbx_error_set(err, -ENOMEM, "curl: cannot create a handle");
 	if (r < 0) {
 		sbx__registry_free(c);
 		return r;
@@ -487,8 +430,6 @@ void sbx__registry_free(struct sbx_registry *c)
 {
 	if (!c)
 		return;
-	if (c->curl)
-		curl_easy_cleanup(c->curl);
 	free(c->name);
 	free(c->host);
 	free(c->base);
@@ -497,9 +438,4 @@ void sbx__registry_free(struct sbx_registry *c)
 	free_secret(c->basic);
 	free_secret(c->bearer);
 	free(c);
-}
-
-const char *sbx__registry_base(const struct sbx_registry *c)
-{
-	return c->base;
 }

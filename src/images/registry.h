@@ -32,8 +32,6 @@ typedef void (*sbx_registry_progress_fn)(void *payload, uint64_t done, uint64_t 
 int sbx__registry_open(struct sbx_registry **out, const struct sbx_image_ref *ref,
 		       const char *name, sbx_error **err);
 void sbx__registry_free(struct sbx_registry *c);
-/* "http://127.0.0.1:5000": where requests go (borrowed). */
-const char *sbx__registry_base(const struct sbx_registry *c);
 
 /*
  * GET /v2/<repo>/manifests/<reference> accepting OCI and Docker v2 manifests

@@ -15,9 +15,9 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 
 #include "util/alloc.h"
+#include "util/base64.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -165,30 +165,16 @@ static bool key_matches(const char *key, const char *host, bool hub)
 /* Decodes standard base64; owned NUL-terminated result or NULL when malformed. */
 static char *b64_decode(const char *s)
 {
-	size_t n = strlen(s);
-	if (n == 0 || n % 4 != 0)
-		return NULL;
-	unsigned char *out = xmalloc(n / 4 * 3 + 1);
-	int len = EVP_DecodeBlock(out, (const unsigned char *)s, (int)n);
-	if (len < 0) {
+	size_t n = strlen(s), cap = sbx__base64_decoded_max(n) + 1, len = 0;
+	/* one allocation of the final size: no copies of the secret left by growth */
+	char *out = xmalloc(cap);
+	if (sbx__base64_decode_to(out, cap - 1, &len, s, n, SBX_B64_STD) < 0 ||
+	    memchr(out, '\0', len)) {
+		explicit_bzero(out, cap);
 		free(out);
 		return NULL;
 	}
-	len -= (s[n - 1] == '=') + (s[n - 2] == '=');
 	out[len] = '\0';
-	if (memchr(out, '\0', (size_t)len)) {
-		explicit_bzero(out, (size_t)len);
-		free(out);
-		return NULL;
-	}
-	return (char *)out;
-}
-
-static char *b64_encode(const char *s)
-{
-	size_t n = strlen(s);
-	char *out = xmalloc(4 * ((n + 2) / 3) + 1);
-	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
 	return out;
 }
 
@@ -225,7 +211,7 @@ static int take_entry(struct sbx_registry *c, json_t *entry, const char *path, s
 	}
 	sbx__redact_add(plain);
 	sbx__redact_add(colon + 1);
-	c->basic = b64_encode(plain);
+	c->basic = sbx__base64_encode(plain, strlen(plain), SBX_B64_STD);
 	sbx__redact_add(c->basic);
 	free_secret(plain);
 	return 0;

@@ -9,8 +9,6 @@
 
 #include <stdbool.h>
 
-#include <curl/curl.h>
-
 #include "registry.h"
 
 struct sbx_registry {
@@ -23,8 +21,6 @@ struct sbx_registry {
 	char *basic;     /* base64("user:pass") or NULL (a secret) */
 	char *bearer;    /* current token or NULL (a secret) */
 	bool use_basic;  /* the registry asked for Basic instead of tokens */
-	CURL *curl;
-	char errbuf[CURL_ERROR_SIZE];
 };
 
 /* Plain HTTP allowed for HOSTPORT ("127.0.0.1:5000", "[::1]:80", "reg.lan")? */

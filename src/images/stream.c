@@ -14,39 +14,25 @@
 #include <unistd.h>
 
 #include <archive.h>
-#include <openssl/evp.h>
 
 #include "util/alloc.h"
 #include "util/cleanup.h"
+#include "util/sha256.h"
 #include "store.h"
 #include "stream.h"
 
+/* "sha256:<hex>" */
 static void hex_digest(EVP_MD_CTX *c, char out[72])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-	EVP_DigestFinal_ex(c, md, &n);
 	memcpy(out, "sha256:", 7);
-	for (unsigned int i = 0; i < n && i < 32; i++)
-		snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
-}
-
-static EVP_MD_CTX *sha256_new(void)
-{
-	EVP_MD_CTX *c = EVP_MD_CTX_new();
-	if (!c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1)
-		abort(); /* out of memory, by policy */
-	return c;
+	sbx__sha256_final_hex(c, out + 7);
 }
 
 char *sbx__image_sha256_buf(const void *data, size_t len)
 {
-	EVP_MD_CTX *c = sha256_new();
-	char out[72];
-	EVP_DigestUpdate(c, data, len);
-	hex_digest(c, out);
-	EVP_MD_CTX_free(c);
-	return xstrdup(out);
+	char hex[SBX_SHA256_HEX_LEN + 1];
+	sbx__sha256_hex(hex, data, len);
+	return xasprintf("sha256:%s", hex);
 }
 
 int sbx__image_sha256_file(char **digest_out, const char *path, sbx_error **err)
@@ -54,7 +40,7 @@ int sbx__image_sha256_file(char **digest_out, const char *path, sbx_error **err)
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return sbx_error_setsys(err, -errno, errno, "open %s", path);
-	EVP_MD_CTX *c = sha256_new();
+	EVP_MD_CTX *c = sbx__sha256_new();
 	char buf[65536], out[72];
 	for (;;) {
 		ssize_t n = read(fd, buf, sizeof(buf));
@@ -112,8 +98,8 @@ int sbx__stream_open(sbx_stream *s, int fd, sbx_error **err)
 {
 	memset(s, 0, offsetof(sbx_stream, buf));
 	s->fd = fd;
-	s->blob = sha256_new();
-	s->diff = sha256_new();
+	s->blob = sbx__sha256_new();
+	s->diff = sbx__sha256_new();
 	s->raw = archive_read_new();
 	archive_read_support_filter_all(s->raw);
 	archive_read_support_format_raw(s->raw);

@@ -397,8 +397,15 @@ static void start(struct srv_req *r, struct srv_sandbox *s)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
-	pthread_create(&t, &attr, pump_main, pr);
+	int te = pthread_create(&t, &attr, pump_main, pr);
 	pthread_attr_destroy(&attr);
+	if (te != 0) {
+		/* Nobody would read its output or report its end: end it now and
+		 * pump what is left on this thread (a killed process drains fast). */
+		SBX_LOGE("envd: start the output thread of pid %d: %s; process killed", (int)pr->pid, strerror(te));
+		sbx_process_signal(pr->p, SIGKILL, NULL);
+		pump_main(pr);
+	}
 out:
 	sbx_error_free(e);
 	sbx__strv_free(argv);

@@ -4,9 +4,10 @@
  * connections closed after --idle-timeout of inactivity, at most
  * --max-connections (--max-connections-per-ip from one address).
  * Credentials are checked from the headers before any body byte is read
- * (router.c); a body is then accumulated (chunked or not, MHD decodes the
- * framing) into a buffer capped per endpoint, and a declared or received
- * size past the cap is answered 413 at once. Response helpers for JSON,
+ * (router.c); a body is then (chunked or not, MHD decodes the framing)
+ * streamed to an upload's consumer, or accumulated into a buffer for JSON,
+ * capped per endpoint: a declared size past the cap is answered 413 at
+ * once, a received one ends the connection. Response helpers for JSON,
  * bytes, files (streamed from an fd) and errors, streaming responses whose
  * reader blocks in the connection's thread, and the access log (method,
  * path without query, status, time, sandbox; never a header), one JSON
@@ -59,14 +60,8 @@ char *sbx__srv_log_escape(const char *s, int json)
 	return r ? r : xstrdup("");
 }
 
-/* Uploads (/files, template file tars) may be large; everything else is JSON. */
-static size_t body_cap(const char *url)
-{
-	return strcmp(url, "/files") == 0 || strncmp(url, "/templates/", 11) == 0 ? SRV_UPLOAD_MAX : SRV_JSON_MAX;
-}
-
 /* 1 when the request declares a body larger than the cap. */
-static int declared_too_big(struct MHD_Connection *c, size_t cap)
+static int declared_too_big(struct MHD_Connection *c, uint64_t cap)
 {
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
 	uint64_t n;
@@ -87,25 +82,42 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		r->method = method;
 		r->url = url;
 		r->t0 = sbx__now_mono();
-		sbx__buf_init(&r->body, body_cap(url));
+		/* Uploads are streamed (only their consumers' small buffers are
+		 * held); every other body is JSON, buffered. */
+		r->upload = sbx__srv_is_upload(method, url);
+		r->body_cap = r->upload ? SRV_UPLOAD_MAX : SRV_JSON_MAX;
+		sbx__buf_init(&r->body, r->upload ? 0 : SRV_JSON_MAX);
 		*con_cls = r;
 		atomic_fetch_add(&srv->m.requests, 1);
 		/* Answering now makes MHD skip the body and close the connection
 		 * after the reply: nothing of it is read, let alone buffered. */
 		if (!sbx__srv_authorize(r))
 			return MHD_YES;
-		if (declared_too_big(c, r->body.max))
-			sbx__srv_reply_error(r, 413, "request body larger than %zu bytes", r->body.max);
+		if (declared_too_big(c, r->body_cap)) {
+			sbx__srv_reply_error(r, 413, "request body larger than %llu bytes", (unsigned long long)r->body_cap);
+			return MHD_YES;
+		}
+		if (r->upload)
+			sbx__srv_route_begin(r);
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
 		/* MHD cannot answer in the middle of a body: a chunked body past
 		 * the cap ends the connection, without reading the rest. */
-		if (sbx__buf_append(&r->body, upload_data, *upload_data_size) < 0) {
+		size_t n = *upload_data_size;
+		if (n > r->body_cap - r->body_in) {
 			r->too_big = 1;
 			return MHD_NO;
 		}
+		r->body_in += n;
 		*upload_data_size = 0;
+		if (r->upload) {
+			if (r->feed)
+				r->feed(r, upload_data, n); /* else refused already: dropped */
+		} else if (sbx__buf_append(&r->body, upload_data, n) < 0) {
+			r->too_big = 1;
+			return MHD_NO;
+		}
 		return MHD_YES;
 	}
 	if (r->queued)
@@ -134,12 +146,14 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		char *sb = sbx__srv_log_escape(r->sandbox_id, 1);
 		fprintf(stderr, "{\"ts\":\"%s\",\"method\":\"%s\",\"path\":\"%s\",\"status\":%d,"
 				"\"ms\":%.1f,\"sandbox\":\"%s\",\"bytes_in\":%zu%s}\n",
-			ts, m, u, r->status, (sbx__now_mono() - r->t0) * 1e3, sb, r->body.len,
+			ts, m, u, r->status, (sbx__now_mono() - r->t0) * 1e3, sb, (size_t)r->body_in,
 			toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : ",\"aborted\":true");
 		free(m);
 		free(u);
 		free(sb);
 	}
+	if (r->up_free)
+		r->up_free(r);
 	sbx__srv_sandbox_put(srv, r->sb);
 	sbx__buf_free(&r->body);
 	free(r);

@@ -5,7 +5,8 @@
  * (the sandbox found by header, else by its envd access token); everything
  * else is the control plane, which needs X-API-KEY except /health and
  * /metrics. Authorization runs on the headers, before the body is read
- * (http.c); dispatch runs once the body is in.
+ * (http.c); uploads get their consumer then (route_begin), and dispatch
+ * runs once the body is in.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -121,6 +122,41 @@ static void data_plane(struct srv_req *r, struct srv_sandbox *s)
 		sbx__srv_envd_fs(r, s, r->url + strlen("/filesystem.Filesystem/"));
 	else
 		sbx__srv_reply_error(r, 404, "no envd endpoint %s", r->url);
+}
+
+/* The template file URL (templates.c) with an optional v2/v3 prefix: the
+ * hash segment, or NULL. */
+static const char *template_files_hash(const char *url)
+{
+	if (sbx__str_startswith(url, "/v2/") || sbx__str_startswith(url, "/v3/"))
+		url += 3;
+	if (!sbx__str_startswith(url, "/templates/"))
+		return NULL;
+	const char *id = url + strlen("/templates/");
+	const char *slash = strchr(id, '/');
+	if (!slash || slash == id || !sbx__str_startswith(slash, "/files/"))
+		return NULL;
+	const char *hash = slash + strlen("/files/");
+	return *hash && !strchr(hash, '/') ? hash : NULL;
+}
+
+int sbx__srv_is_upload(const char *method, const char *url)
+{
+	return (strcmp(method, "POST") == 0 && strcmp(url, "/files") == 0) ||
+	       (strcmp(method, "PUT") == 0 && template_files_hash(url));
+}
+
+void sbx__srv_route_begin(struct srv_req *r)
+{
+	if (r->sb) {
+		/* a paused sandbox is answered 502 at the end; its body is dropped */
+		if (strcmp(r->url, "/files") == 0 && !r->sb->paused)
+			sbx__srv_envd_files_begin(r, r->sb);
+		return;
+	}
+	const char *hash = template_files_hash(r->url);
+	if (hash)
+		sbx__srv_template_files_begin(r, hash);
 }
 
 /* After sbx__srv_authorize() let the request through and its body is in. */

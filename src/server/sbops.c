@@ -8,9 +8,10 @@
  * open of a FIFO the sandbox planted) delays neither the kill, nor the
  * timer, nor any other sandbox; the stuck handle is finished by whoever drops
  * the last reference. Also the server's own reads of sandbox files (the user
- * database for home directories, /files downloads): an O_PATH fd confined to
- * the sandbox, refused unless it is a regular file, reopened O_NONBLOCK, so
- * a FIFO, device or socket can never block or flood a server thread.
+ * database for home directories, /files downloads) and its streamed writes
+ * (/files uploads): an O_PATH fd confined to the sandbox, refused unless it
+ * is a regular file, reopened O_NONBLOCK, so a FIFO, device or socket can
+ * never block or flood a server thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,7 +65,10 @@ static const char *kind_of(mode_t m)
 	return "not a regular file";
 }
 
-int sbx__srv_open_regular(int *fd_out, struct stat *st_out, struct srv_sandbox *s, const char *path, sbx_error **err)
+/* The regular file at path (an O_PATH fd confined to the sandbox), reopened
+ * with `flags` (O_RDONLY or O_WRONLY). */
+static int open_regular_as(int *fd_out, struct stat *st_out, struct srv_sandbox *s, const char *path, int flags,
+			   sbx_error **err)
 {
 	int pfd = -1;
 	int r = sbx__srv_op_begin(s, err);
@@ -86,7 +90,7 @@ int sbx__srv_open_regular(int *fd_out, struct stat *st_out, struct srv_sandbox *
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", opath);
 	/* The same inode, never the path again: nothing the sandbox renames in
 	 * between can swap it; O_NONBLOCK in case it still were not a file. */
-	int fd = open(proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int fd = open(proc, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return sbx_error_setsys(err, -errno, errno, "open %s", path);
 	if (fstat(fd, &st2) < 0 || !S_ISREG(st2.st_mode) || st2.st_ino != st.st_ino || st2.st_dev != st.st_dev) {
@@ -95,6 +99,28 @@ int sbx__srv_open_regular(int *fd_out, struct stat *st_out, struct srv_sandbox *
 	}
 	*fd_out = fd;
 	*st_out = st2;
+	return 0;
+}
+
+int sbx__srv_open_regular(int *fd_out, struct stat *st_out, struct srv_sandbox *s, const char *path, sbx_error **err)
+{
+	return open_regular_as(fd_out, st_out, s, path, O_RDONLY, err);
+}
+
+int sbx__srv_open_writable(int *fd_out, struct srv_sandbox *s, const char *path, sbx_error **err)
+{
+	struct stat st;
+	int fd = -1;
+	int r = open_regular_as(&fd, &st, s, path, O_WRONLY, err);
+	if (r < 0)
+		return r;
+	/* what the sandbox wrote there since it was created goes */
+	if (ftruncate(fd, 0) < 0) {
+		r = sbx_error_setsys(err, -errno, errno, "truncate %s", path);
+		close(fd);
+		return r;
+	}
+	*fd_out = fd;
 	return 0;
 }
 

@@ -303,7 +303,14 @@ static int http_stop_bounded(void *daemon)
 	pthread_mutex_init(&st->lk, NULL);
 	pthread_cond_init(&st->cv, NULL);
 	pthread_t t;
-	pthread_create(&t, NULL, stop_main, st);
+	if (pthread_create(&t, NULL, stop_main, st) != 0) {
+		/* No stopper thread: stop inline, unbounded, rather than not at all. */
+		sbx__srv_http_stop(daemon);
+		pthread_mutex_destroy(&st->lk);
+		pthread_cond_destroy(&st->cv);
+		free(st);
+		return 1;
+	}
 	double until = sbx__now_mono() + STOP_GRACE_S;
 	pthread_mutex_lock(&st->lk);
 	while (!st->done && sbx__now_mono() < until) {
@@ -350,7 +357,14 @@ static int serve(struct server *srv, sbx_error **err)
 	       srv->port, srv->key_path, srv->cfg.state_dir, srv->n);
 	fflush(stdout);
 	pthread_t timer;
-	pthread_create(&timer, NULL, timer_main, srv);
+	int te = pthread_create(&timer, NULL, timer_main, srv);
+	if (te != 0) {
+		/* Without the timer no deadline or TTL would be enforced. */
+		atomic_store(&srv->stopping, 1);
+		http_stop_bounded(daemon);
+		drain(srv, srv->cfg.destroy_on_exit);
+		return sbx_error_setsys(err, -te, te, "start the server's timer thread");
+	}
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);

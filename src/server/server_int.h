@@ -26,7 +26,9 @@
 #define SRV_ENVD_VERSION "0.5.7"
 #define SRV_CLIENT_ID "6532622b"
 #define SRV_JSON_MAX (1u << 20)         /* control-plane and RPC bodies */
-#define SRV_UPLOAD_MAX (512u << 20)     /* /files uploads and template file tars */
+#define SRV_UPLOAD_MAX (512u << 20)     /* /files uploads and template file tars (streamed) */
+#define SRV_MP_HEADERS_MAX (16u << 10)  /* one multipart part's header block */
+#define SRV_UPLOAD_FILES_MAX 4096u      /* files written by one multipart upload */
 #define SRV_MAX_CONNECTIONS 8192u     /* --max-connections default */
 #define SRV_MAX_CONNECTIONS_PER_IP 4096u
 #define SRV_IDLE_TIMEOUT_S 60u
@@ -141,7 +143,17 @@ struct srv_req {
 	struct MHD_Connection *c;
 	const char *method;
 	const char *url;
-	sbx_buf body;
+	sbx_buf body;                 /* buffered bodies (JSON, RPC): at most SRV_JSON_MAX */
+	uint64_t body_in;             /* body bytes received, buffered or streamed */
+	uint64_t body_cap;            /* past this the connection ends */
+	int upload;                   /* an upload endpoint: streamed to `feed`, never buffered */
+	/* An upload's consumer, set by sbx__srv_route_begin() once the headers
+	 * are authorized: feed gets the body as it arrives (it cannot answer:
+	 * MHD queues replies only before or after the body, so it remembers
+	 * errors for the final call); up_free runs when the request ends. */
+	void (*feed)(struct srv_req *r, const char *data, size_t len);
+	void (*up_free)(struct srv_req *r);
+	void *up;
 	int too_big;
 	int status;
 	double t0;
@@ -174,6 +186,11 @@ void sbx__srv_reply_stream(struct srv_req *r, struct srv_stream *s);
 /* Checks credentials from the headers alone, before any body byte: 1 to go
  * on, 0 after queueing the error. Data plane: takes r->sb. */
 int sbx__srv_authorize(struct srv_req *r);
+/* 1 for the endpoints whose bodies are streamed (POST /files, PUT of a
+ * template's files): bounded by SRV_UPLOAD_MAX, never buffered. */
+int sbx__srv_is_upload(const char *method, const char *url);
+/* After authorization, before the body: sets up an upload's consumer. */
+void sbx__srv_route_begin(struct srv_req *r);
 void sbx__srv_route(struct srv_req *r);
 /* Splits url path into at most max segments (owned copy in *buf). */
 size_t sbx__srv_split_path(char **segs, size_t max, char **buf, const char *path);
@@ -231,6 +248,9 @@ struct stat;
  * for FIFOs, devices and sockets, -EISDIR, -ENOENT, -ENOSYS (no path fds). */
 int sbx__srv_open_regular(int *fd_out, struct stat *st_out, struct srv_sandbox *s, const char *path,
 			  sbx_error **err);
+/* Opens a regular file of the sandbox for writing the same way (the inode
+ * found at path, never blocking; truncated); -ENOSYS without path fds. */
+int sbx__srv_open_writable(int *fd_out, struct srv_sandbox *s, const char *path, sbx_error **err);
 /* Reads a whole regular file of at most max bytes (-EFBIG past it). */
 int sbx__srv_read_small(char **out, size_t *len, struct srv_sandbox *s, const char *path, size_t max,
 			sbx_error **err);
@@ -249,6 +269,8 @@ json_t *sbx__srv_sandbox_to_row(const struct srv_sandbox *s);
 
 void sbx__srv_control(struct srv_req *r, char **seg, size_t nseg);
 void sbx__srv_templates(struct srv_req *r, char **seg, size_t nseg);
+/* PUT /templates/{id}/files/{hash}: streams the body into a private file. */
+void sbx__srv_template_files_begin(struct srv_req *r, const char *hash);
 /* templateID (id, name:tag, alias, "base") -> image name (owned); -ENOENT. */
 int sbx__srv_template_resolve(struct server *srv, const char *template_id, char **image_out,
 			 sbx_error **err);
@@ -276,6 +298,8 @@ void sbx__srv_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *lk, double de
 void sbx__srv_envd_process(struct srv_req *r, struct srv_sandbox *s, const char *method);
 void sbx__srv_envd_fs(struct srv_req *r, struct srv_sandbox *s, const char *method);
 void sbx__srv_envd_files(struct srv_req *r, struct srv_sandbox *s);
+/* POST /files before its body: the upload's consumer (envd_files.c). */
+void sbx__srv_envd_files_begin(struct srv_req *r, struct srv_sandbox *s);
 /* Frees the process table (sandbox is going away). */
 void sbx__srv_procs_release(struct srv_sandbox *s);
 /* The user and cwd for a call: user from Basic auth (or default), home dir. */
@@ -283,6 +307,23 @@ char *sbx__srv_user_home(struct srv_sandbox *s, const char *user);
 /* Resolves a path against the user's home; owned. */
 char *sbx__srv_resolve_path(struct srv_sandbox *s, const char *user, const char *path);
 json_t *sbx__srv_entry_info(const sbx_file_info *f);
+
+/* ---- multipart.c --------------------------------------------------------- */
+
+/* Callbacks of the streaming multipart parser; <0 stops it. */
+struct srv_mp_cbs {
+	int (*part_begin)(void *ctx, const char *headers);
+	int (*part_data)(void *ctx, const char *data, size_t len);
+	int (*part_end)(void *ctx);
+};
+struct srv_mp;
+struct srv_mp *sbx__srv_mp_new(const char *boundary, const struct srv_mp_cbs *cbs, void *ctx);
+/* Takes the next bytes of the body: 0, a callback's error, or -E2BIG (a
+ * part's headers past SRV_MP_HEADERS_MAX); once stopped, -ECANCELED. */
+int sbx__srv_mp_feed(struct srv_mp *m, const char *data, size_t len);
+/* 1 when the body so far ends inside a part's content. */
+int sbx__srv_mp_in_part(const struct srv_mp *m);
+void sbx__srv_mp_free(struct srv_mp *m);
 
 /* ---- metrics.c ----------------------------------------------------------- */
 

@@ -349,7 +349,19 @@ static void start_build(struct srv_req *r, const char *tid, const char *bid)
 		sbx__srv_reply_error(r, b ? 409 : 404, b ? "build already started" : "build %s not found", bid);
 		return;
 	}
-	pthread_create(&b->thread, NULL, build_main, b);
+	int e = pthread_create(&b->thread, NULL, build_main, b);
+	if (e != 0) {
+		/* No thread to join later: the build ends here, as a failure. */
+		pthread_mutex_lock(&r->srv->build_lock);
+		b->started = 0;
+		b->status = "error";
+		free(b->reason);
+		b->reason = xasprintf("could not start the build thread: %s", strerror(e));
+		pthread_mutex_unlock(&r->srv->build_lock);
+		add_log(b, "error", b->reason);
+		sbx__srv_reply_error(r, 503, "build %s: %s; retry", bid, b->reason);
+		return;
+	}
 	sbx__srv_reply_empty(r, 202);
 }
 
@@ -383,24 +395,103 @@ static void build_status(struct srv_req *r, const char *tid, const char *bid)
 		sbx__srv_reply_json(r, 200, resp);
 }
 
-/* GET: is the COPY tarball here; PUT: store it. */
+static int hash_ok(const char *hash)
+{
+	return strspn(hash, "0123456789abcdef") == strlen(hash) && strlen(hash) <= 128;
+}
+
+/* A COPY tarball being received: written to a private temporary file as it
+ * arrives (never held in memory), renamed into place once complete. */
+struct tar_upload {
+	char *path, *tmp;            /* tmp: NULL once renamed */
+	int fd;
+	int rc;                      /* the first error */
+	sbx_error *e;
+};
+
+static void tar_feed(struct srv_req *r, const char *data, size_t len)
+{
+	struct tar_upload *t = r->up;
+	if (t->rc < 0 || t->fd < 0)
+		return;
+	int rc = sbx__write_all(t->fd, data, len);
+	if (rc < 0)
+		t->rc = sbx_error_setsys(&t->e, rc, -rc, "write %s", t->tmp);
+}
+
+static void tar_free(struct srv_req *r)
+{
+	struct tar_upload *t = r->up;
+	if (!t)
+		return;
+	if (t->fd >= 0)
+		close(t->fd);
+	if (t->tmp)
+		unlink(t->tmp);
+	free(t->tmp);
+	free(t->path);
+	sbx_error_free(t->e);
+	free(t);
+	r->up = NULL;
+}
+
+void sbx__srv_template_files_begin(struct srv_req *r, const char *hash)
+{
+	static _Atomic unsigned seq;
+	struct tar_upload *t = xcalloc(1, sizeof(*t));
+	t->fd = -1;
+	r->up = t;
+	r->feed = tar_feed;
+	r->up_free = tar_free;
+	if (!hash_ok(hash))
+		return; /* 400 at the end */
+	_cleanup_free_ char *dir = xasprintf("%s/server/build-files", r->srv->cfg.state_dir);
+	if ((t->rc = sbx__mkdir_p(dir, 0700, &t->e)) < 0)
+		return;
+	t->path = files_path(r->srv, hash);
+	t->tmp = xasprintf("%s.tmp.%d.%u", t->path, (int)getpid(), seq++);
+	t->fd = open(t->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (t->fd < 0) {
+		t->rc = sbx_error_setsys(&t->e, -errno, errno, "create %s", t->tmp);
+		free(t->tmp);
+		t->tmp = NULL;
+	}
+}
+
+/* PUT, after the body: the tarball is complete; renamed into place. */
+static void store_files(struct srv_req *r)
+{
+	struct tar_upload *t = r->up;
+	if (!t) {
+		sbx__srv_reply_error(r, 500, "upload was not set up");
+		return;
+	}
+	int rc = t->rc;
+	if (rc == 0 && close(t->fd) < 0)
+		rc = sbx_error_setsys(&t->e, -errno, errno, "write %s", t->tmp);
+	t->fd = -1;
+	if (rc == 0 && rename(t->tmp, t->path) < 0)
+		rc = sbx_error_setsys(&t->e, -errno, errno, "rename %s", t->path);
+	if (rc == 0) {
+		free(t->tmp);
+		t->tmp = NULL;
+		sbx__srv_reply_empty(r, 200);
+		return;
+	}
+	sbx__srv_reply_sbx_error(r, 0, "store files", rc, t->e);
+	t->e = NULL;
+}
+
+/* GET: is the COPY tarball here; PUT: store it (streamed, see above). */
 static void build_files(struct srv_req *r, const char *tid, const char *hash)
 {
-	if (strspn(hash, "0123456789abcdef") != strlen(hash) || strlen(hash) > 128) {
+	if (!hash_ok(hash)) {
 		sbx__srv_reply_error(r, 400, "bad files hash");
 		return;
 	}
 	_cleanup_free_ char *path = files_path(r->srv, hash);
 	if (strcmp(r->method, "PUT") == 0) {
-		_cleanup_free_ char *dir = xasprintf("%s/server/build-files", r->srv->cfg.state_dir);
-		sbx_error *e = NULL;
-		int rc = sbx__mkdir_p(dir, 0700, &e);
-		if (rc == 0)
-			rc = sbx__write_file_atomic(path, r->body.data ? r->body.data : "", r->body.len, 0600, &e);
-		if (rc < 0)
-			sbx__srv_reply_sbx_error(r, 0, "store files", rc, e);
-		else
-			sbx__srv_reply_empty(r, 200);
+		store_files(r);
 		return;
 	}
 	int present = access(path, F_OK) == 0;

@@ -50,6 +50,13 @@ void sbx__reward_parse(sbx_reward *out, const char *json, size_t json_len, const
 		       size_t txt_len);
 void sbx__reward_free(sbx_reward *r);
 
+/* task_image.c: the task's image (prebuilt, built or pulled), the build
+ * bounded by timeout_s; `provider` (NULL = from the environment) picks E2B
+ * templates for the e2b backend. *out is filled on 0. */
+int sbx__task_resolve(sbx_task_image *out, sbx_runtime *rt, const sbx_task *t, int force,
+		      double timeout_s, sbx_output_fn on_output, void *payload, const char *provider,
+		      sbx_error **err);
+
 /* The episode's whole wall clock from the environment (see sbx_episode_opts). */
 double sbx__episode_default_max_s(void);
 

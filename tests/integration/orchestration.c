@@ -2,7 +2,8 @@
 /*
  * The creation pipeline against real sandboxes through the `faulty`
  * provider: retry counts, the semaphore bound, backoff freeing the slot,
- * cancellation and deadlines leaving nothing, keepalive, labels, and a soak.
+ * cancellation and deadlines leaving nothing (nor reading the caller's spec
+ * afterwards, for plain creates and episodes), keepalive, labels, and a soak.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <sbx/sys/faulty.h>
+#include <sbx/task.h>
 
 #include "common.h"
 
@@ -121,7 +123,7 @@ Test(orchestration, semaphore_bounds_concurrent_creates)
 	struct worker w[12];
 	for (int i = 0; i < 12; i++) {
 		w[i] = (struct worker){ .o = fopts(), .ctl = SBX_CREATE_CTL_INIT };
-		pthread_create(&th[i], NULL, create_one, &w[i]);
+		cr_assert_eq(pthread_create(&th[i], NULL, create_one, &w[i]), 0);
 	}
 	for (int i = 0; i < 12; i++) {
 		pthread_join(th[i], NULL);
@@ -151,9 +153,9 @@ Test(orchestration, backoff_releases_the_slot)
 	struct worker a = { .o = fopts(), .ctl = SBX_CREATE_CTL_INIT };
 	struct worker b = { .o = fopts(), .ctl = SBX_CREATE_CTL_INIT };
 	pthread_t ta, tb;
-	pthread_create(&ta, NULL, create_one, &a);
+	cr_assert_eq(pthread_create(&ta, NULL, create_one, &a), 0);
 	usleep(50000);
-	pthread_create(&tb, NULL, create_one, &b);
+	cr_assert_eq(pthread_create(&tb, NULL, create_one, &b), 0);
 	pthread_join(ta, NULL);
 	pthread_join(tb, NULL);
 	cr_assert(a.ok && b.ok);
@@ -188,7 +190,7 @@ Test(orchestration, cancel_during_create_leaves_nothing)
 	ctl.cancel = sbx_cancel_new();
 	struct firer f = { ctl.cancel, 50 };
 	pthread_t th;
-	pthread_create(&th, NULL, fire_later, &f);
+	cr_assert_eq(pthread_create(&th, NULL, fire_later, &f), 0);
 	double t0 = now();
 	sbx_sandbox *sb = NULL;
 	sbx_error *err = NULL;
@@ -217,6 +219,110 @@ Test(orchestration, cancel_during_create_leaves_nothing)
 	cr_assert_eq(sbx_sandbox_create_ex(&sb, rt, &o, &ctl, &err), -ETIMEDOUT);
 	sbx_error_free(err);
 	usleep(600000);
+	cr_assert_eq(count_live(), 0);
+}
+
+static char *scribbled(char *s)
+{
+	memset(s, 'X', strlen(s));
+	return s;
+}
+
+/* Waits (bounded, a hang guard) until the faulty provider's late create has
+ * returned and what it made was destroyed by the pipeline. */
+static void wait_reaped(sbx_faulty_stats *st)
+{
+	for (int i = 0; i < 1500; i++) {
+		sbx_faulty_stats_get(st);
+		if (st->returned == 1 && st->destroyed == 1 && st->live == 0)
+			return;
+		usleep(20000);
+	}
+}
+
+/* Issue 14: the spec is borrowed for the call only. The cancelled create goes
+ * on in its worker (create.c -> faulty.c -> local.c -> the image store) after
+ * the caller has overwritten and freed every string of its spec; under ASan a
+ * read of the caller's memory is a heap-use-after-free. */
+Test(orchestration, cancelled_create_outlives_the_callers_spec)
+{
+	sbx_faulty_config c = { .seed = 8, .slow_ms = 400 };
+	sbx_faulty_configure(&c);
+	sbx_sandbox_opts *o = calloc(1, sizeof(*o));
+	*o = fopts();
+	char *provider = strdup("faulty"), *image = strdup("busybox"), *workdir = strdup("/tmp");
+	char *user = strdup("root"), *host = strdup("late-one"), *task = strdup("late-task");
+	char **env = calloc(3, sizeof(*env)), **labels = calloc(2, sizeof(*labels));
+	env[0] = strdup("A=1");
+	env[1] = strdup("B=2");
+	labels[0] = strdup("team=rl");
+	o->provider = provider;
+	o->image = image;
+	o->workdir = workdir;
+	o->user = user;
+	o->hostname = host;
+	o->env = (const char *const *)env;
+	o->labels = (const char *const *)labels;
+	sbx_create_ctl ctl = SBX_CREATE_CTL_INIT;
+	ctl.cancel = sbx_cancel_new();
+	ctl.task = task;
+	struct firer f = { ctl.cancel, 50 };
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, fire_later, &f), 0);
+	sbx_sandbox *sb = NULL;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_sandbox_create_ex(&sb, rt, o, &ctl, &err), -ECANCELED);
+	sbx_error_free(err);
+	pthread_join(th, NULL);
+	char *strs[] = { provider, image, workdir, user, host, task, env[0], env[1], labels[0] };
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		free(scribbled(strs[i]));
+	free(env);
+	free(labels);
+	memset(o, 0x55, sizeof(*o));
+	free(o);
+	sbx_cancel_free(ctl.cancel);
+	sbx_faulty_stats st;
+	wait_reaped(&st);
+	cr_assert_eq(st.returned, 1, "the late create never returned");
+	cr_assert_eq(st.destroyed, 1, "the late create made nothing, or it was not destroyed");
+	cr_assert_eq(st.live, 0);
+	cr_assert_eq(count_live(), 0);
+}
+
+/* Issue 14, for episodes: the episode clock cuts a slow create, and
+ * sbx_episode_run returns and frees its image name while the create goes on
+ * in its worker; the caller then frees the task and the labels. Under ASan a
+ * read of any of them by the late create is a heap-use-after-free. */
+Test(orchestration, episode_create_cut_by_the_clock_outlives_image_and_task)
+{
+	sbx_faulty_config c = { .seed = 9, .slow_ms = 2500 };
+	sbx_faulty_configure(&c);
+	char *dir = NULL;
+	cr_assert(asprintf(&dir, "%s/tests/fixtures/tasks/workdir", getenv("SBX_SOURCE_ROOT")) > 0);
+	sbx_task *t = NULL;
+	cr_assert_eq(sbx_task_load(&t, dir, NULL), 0, "load %s", dir);
+	free(dir);
+	char *label = strdup("team=rl");
+	const char *labels[] = { label, NULL };
+	sbx_episode_opts o = SBX_EPISODE_OPTS_INIT;
+	o.provider = "faulty";
+	o.agent = "nop";
+	o.max_episode_s = 1;
+	o.labels = labels;
+	sbx_episode_result r;
+	cr_assert_eq(sbx_episode_run(&r, rt, t, &o, NULL), 0);
+	cr_assert_eq(r.status, SBX_EPISODE_TIME_LIMIT, "status %s: %s", sbx_episode_status_name(r.status),
+		     r.detail ? r.detail : "-");
+	cr_assert_null(r.sandbox_id);
+	sbx_episode_result_free(&r);
+	sbx_task_free(t);
+	free(scribbled(label));
+	sbx_faulty_stats st;
+	wait_reaped(&st);
+	cr_assert_eq(st.returned, 1, "the late create never returned");
+	cr_assert_eq(st.destroyed, 1, "the late create made nothing, or it was not destroyed");
+	cr_assert_eq(st.live, 0);
 	cr_assert_eq(count_live(), 0);
 }
 
@@ -297,8 +403,10 @@ static void *soak_worker(void *arg)
 		int cancel = rand_r(&seed) % 100 < 5;
 		pthread_t th;
 		struct firer f = { ctl.cancel, rand_r(&seed) % 4 };
-		if (cancel)
-			pthread_create(&th, NULL, fire_later, &f);
+		if (cancel && pthread_create(&th, NULL, fire_later, &f) != 0) {
+			sbx_cancel_fire(ctl.cancel); /* no thread: cancel at once */
+			cancel = 0;
+		}
 		sbx_sandbox *sb = NULL;
 		int r = sbx_sandbox_create_ex(&sb, rt, &o, &ctl, NULL);
 		if (cancel)
@@ -338,7 +446,7 @@ Test(orchestration, soak_2000_episodes_leave_nothing, .timeout = 900)
 	sbx_faulty_configure(&c);
 	pthread_t th[SOAK_WORKERS];
 	for (int i = 0; i < SOAK_WORKERS; i++)
-		pthread_create(&th[i], NULL, soak_worker, NULL);
+		cr_assert_eq(pthread_create(&th[i], NULL, soak_worker, NULL), 0);
 	for (int i = 0; i < SOAK_WORKERS; i++)
 		pthread_join(th[i], NULL);
 	usleep(300000);

@@ -33,6 +33,9 @@ typedef struct sbx_faulty_stats {
 	unsigned peak_inflight;  /**< most create calls in flight at once */
 	unsigned live;           /**< sandboxes created and not yet destroyed */
 	unsigned set_timeouts;   /**< set_timeout calls */
+	unsigned returned;       /**< create calls that have returned, however they ended
+	                              (a create abandoned by a cancel returns later) */
+	unsigned destroyed;      /**< successful destroys */
 } sbx_faulty_stats;
 
 /** Registers the provider as "faulty" (idempotent). */

@@ -18,14 +18,20 @@
 extern "C" {
 #endif
 
-/** What a provider's process_start reports (fds are owned by the provider handle). */
+/** What a provider's process_start reports. out_fd, err_fd and status_fd stay owned by the
+ *  provider handle (closed by process_free); in_fd passes to the caller, which closes it
+ *  (sbx_process_close_stdin(), sbx_process_free()): process_free must not close it again. */
 struct sbx_process_fds {
 	pid_t pid;
 	int out_fd;     /**< stdout read end or -1 */
 	int err_fd;     /**< stderr read end or -1 */
 	int in_fd;      /**< stdin write end or -1 */
 	int status_fd;  /**< readable when the exit status can be collected */
+	int tty_fd;     /**< the terminal's master with opts->tty, else -1 */
 };
+
+/** sbx_provider_ops.features: the provider runs commands on a terminal (opts->tty). */
+#define SBX_PROVIDER_TTY 1u
 
 #define SBX_PROVIDER_OPS_VERSION 1
 
@@ -37,7 +43,10 @@ typedef struct sbx_provider_ops {
 	int (*init)(void **ctx_out, sbx_runtime *rt, sbx_error **err);
 	void (*fini)(void *ctx);
 
-	/** Makes a sandbox; *id_out owned (malloc'd) by the core afterwards. */
+	/** Makes a sandbox; *id_out owned (malloc'd) by the core afterwards.
+	 *  `opts` (the core's own copy) is valid only during the call: copy what
+	 *  the handle keeps. May run on a worker thread after the caller of
+	 *  sbx_sandbox_create_ex() gave up; `ctx` stays valid until it returns. */
 	int (*create)(void **sb_out, char **id_out, void *ctx, const sbx_sandbox_opts *opts,
 		      sbx_error **err);
 	/** Attaches to an existing sandbox by id. */
@@ -77,6 +86,8 @@ typedef struct sbx_provider_ops {
 	int (*path_fd)(int *fd_out, void *sb, const char *path, sbx_error **err);
 	int (*pause)(void *sb, sbx_error **err);
 	int (*resume)(void *sb, sbx_error **err);
+	/** SBX_PROVIDER_* flags: options the core refuses (-ENOSYS) unless set. */
+	unsigned features;
 } sbx_provider_ops;
 
 

@@ -12,8 +12,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <curl/curl.h>
-
 #include <sbx/backend.h>
 
 #include "../../util/alloc.h"
@@ -118,12 +116,10 @@ int sbx__e2b_api(json_t **out, struct e2b_ctx *c, const char *method, const char
 	_cleanup_free_ char *key = xasprintf("X-API-KEY: %s", c->cfg.api_key);
 	const char *lines[] = { key, "Content-Type: application/json", "Accept: application/json",
 				"Expect:", NULL };
-	struct curl_slist *h = sbx__e2b_headers(lines);
-	explicit_bzero(key, strlen(key));
 	_cleanup_free_ char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	sbx_buf resp;
 	sbx__buf_init(&resp, E2B_BODY_MAX);
-	struct e2b_req rq = { .method = method, .url = url, .headers = h, .body = payload,
+	struct e2b_req rq = { .method = method, .url = url, .headers = lines, .body = payload,
 			      .body_len = payload ? strlen(payload) : 0, .body_fd = -1,
 			      .timeout_ms = API_TIMEOUT_MS, .resp = &resp };
 	int retry = strcmp(what, "create sandbox") != 0;
@@ -146,7 +142,8 @@ int sbx__e2b_api(json_t **out, struct e2b_ctx *c, const char *method, const char
 			sbx_error_prefix(err, r, "retry after %ss", rq.retry_after);
 		break;
 	}
-	sbx__e2b_headers_free(h);
+	explicit_bzero(key, strlen(key));
+	rq.headers = NULL;
 	if (rq_out)
 		*rq_out = rq;
 	if (r == 0 && out && resp.len) {

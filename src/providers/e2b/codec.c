@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Pure pieces of the E2B client: endpoint rules (E2B_API_URL, E2B_SANDBOX_URL,
- * E2B_DOMAIN, the URL scheme override), base64, percent-encoding, RFC 3339
- * times, and the mapping of HTTP statuses and Connect codes to sbx codes.
+ * E2B_DOMAIN, the URL scheme override), percent-encoding, RFC 3339 times, and the mapping of HTTP statuses and Connect codes to sbx codes.
  * No network here; tests/unit/providers/e2b covers all of it.
  */
 #include <ctype.h>
@@ -77,75 +76,6 @@ char *sbx__e2b_envd_url(const struct e2b_cfg *c, const char *id, const char *res
 		return xstrdup(c->sandbox_url);
 	const char *d = resp_domain && *resp_domain ? resp_domain : c->domain;
 	return xasprintf("%s://%d-%s.%s", c->scheme, E2B_ENVD_PORT, id, d);
-}
-
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-char *sbx__e2b_b64_encode(const void *data, size_t len)
-{
-	const unsigned char *p = data;
-	char *out = xmalloc((len + 2) / 3 * 4 + 1);
-	size_t o = 0, i = 0;
-	for (; i + 2 < len; i += 3) {
-		unsigned v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 | p[i + 2];
-		out[o++] = b64[v >> 18];
-		out[o++] = b64[(v >> 12) & 63];
-		out[o++] = b64[(v >> 6) & 63];
-		out[o++] = b64[v & 63];
-	}
-	if (i < len) {
-		unsigned v = (unsigned)p[i] << 16 | (i + 1 < len ? (unsigned)p[i + 1] << 8 : 0);
-		out[o++] = b64[v >> 18];
-		out[o++] = b64[(v >> 12) & 63];
-		out[o++] = i + 1 < len ? b64[(v >> 6) & 63] : '=';
-		out[o++] = '=';
-	}
-	out[o] = '\0';
-	return out;
-}
-
-static int b64_val(int ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '+' || ch == '-')
-		return 62;
-	if (ch == '/' || ch == '_')
-		return 63;
-	return -1;
-}
-
-int sbx__e2b_b64_decode(char **out, size_t *len_out, const char *in, size_t n)
-{
-	while (n > 0 && (in[n - 1] == '=' || isspace((unsigned char)in[n - 1])))
-		n--;
-	if (n % 4 == 1)
-		return -EINVAL;
-	char *r = xmalloc(n / 4 * 3 + 3);
-	size_t o = 0;
-	unsigned acc = 0;
-	int bits = 0;
-	for (size_t i = 0; i < n; i++) {
-		int v = b64_val((unsigned char)in[i]);
-		if (v < 0) {
-			free(r);
-			return -EINVAL;
-		}
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			r[o++] = (char)((acc >> bits) & 0xff);
-		}
-	}
-	r[o] = '\0';
-	*out = r;
-	*len_out = o;
-	return 0;
 }
 
 char *sbx__e2b_urlenc(const char *s)

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to src/providers/e2b: the E2B client. http.c is the one libcurl
- * share and easy-handle pool of the process; api.c the control plane (REST);
+ * Private to src/providers/e2b: the E2B client. http.c puts requests on the
+ * process's shared HTTP client (util/http.c); api.c the control plane (REST);
  * envd.c the data plane (Connect JSON: unary calls, the 5-byte envelope
  * stream parser, events, file-system RPCs); proc.c commands (exec and
- * streamed processes); files.c file transfer; codec.c base64, URLs and error
+ * streamed processes); files.c file transfer; codec.c URLs, times and error
  * mapping; templates.c template builds; e2b.c the ops table.
  */
 #ifndef SBX_PROVIDERS_E2B_INT_H
@@ -50,10 +50,6 @@ char *sbx__e2b_envd_url(const struct e2b_cfg *c, const char *id, const char *res
 
 /* ---- codecs (codec.c) ---- */
 
-/* Standard padded base64. Owned, NUL-terminated. */
-char *sbx__e2b_b64_encode(const void *data, size_t len);
-/* Accepts standard or URL-safe, padded or not. -EINVAL on bad input. */
-int sbx__e2b_b64_decode(char **out, size_t *len_out, const char *in, size_t in_len);
 /* Percent-encodes for a query value or path segment. Owned. */
 char *sbx__e2b_urlenc(const char *s);
 /* RFC 3339 -> unix seconds (0 when unparsable). */
@@ -71,7 +67,7 @@ int sbx__e2b_map_connect_code(const char *code);
 struct e2b_req {
 	const char *method;          /* "GET", "POST", "DELETE", "PUT" */
 	const char *url;
-	struct curl_slist *headers;  /* borrowed */
+	const char *const *headers;  /* "Name: value" lines, NULL-terminated; borrowed */
 	const void *body;            /* request body (memory), or NULL */
 	size_t body_len;
 	int body_fd;                 /* or: prefix + this file + suffix (>= 0) */
@@ -91,15 +87,11 @@ struct e2b_req {
 	char next_token[512];
 };
 
-/* Performs one request on a pooled handle (connections are reused).
+/* Performs one request on the shared client (connections are reused).
  * @return 0 when a response arrived (any status), -ETIMEDOUT, -ECANCELED,
- *         -ECONNREFUSED, -EIO (transport), or the on_data code. */
+ *         -ECONNREFUSED, -E2BIG (resp full), -EIO (transport), or the
+ *         on_data code (err then unset). */
 int sbx__e2b_http(struct e2b_req *rq, sbx_error **err);
-/* Builds a header list; NULL-terminated "Name: value" strings. */
-struct curl_slist *sbx__e2b_headers(const char *const *lines);
-void sbx__e2b_headers_free(struct curl_slist *h);
-/* Idle pooled handles (tests). */
-size_t sbx__e2b_http_idle(void);
 
 /* ---- control plane (api.c) ---- */
 
@@ -164,8 +156,9 @@ struct e2b_conn {
 void sbx__e2b_conn_copy(struct e2b_conn *dst, const struct e2b_conn *src);
 void sbx__e2b_conn_clear(struct e2b_conn *c);
 
-/* Headers for an envd call; user NULL = none. Owned list. */
-struct curl_slist *sbx__e2b_envd_headers(const struct e2b_conn *c, const char *content_type,
+/* Headers for an envd call; user NULL = none. Owned: free with
+ * sbx__http_headers_free (the access token is in there). */
+char **sbx__e2b_envd_headers(const struct e2b_conn *c, const char *content_type,
 					 const char *user, long timeout_ms, int stream);
 
 /* Incremental Connect envelope parser. */
@@ -300,6 +293,9 @@ int sbx__e2b_download(struct e2b_sb *sb, const char *src, const char *dst, sbx_e
  * temporary fd (owned; read it from offset 0). */
 int sbx__e2b_tar_path(int *fd_out, off_t *len_out, const char *src, const char *name, int gzip,
 		      sbx_error **err);
+/* Unpacks the tar in FD (from offset 0) under host directory DIR, refusing
+ * absolute paths, "..", and writes through symlinks. */
+int sbx__e2b_untar(int fd, const char *dir, sbx_error **err);
 /* Multipart body around one file part named `file`; prefix/suffix owned. */
 void sbx__e2b_multipart(char **prefix, size_t *plen, char **suffix, size_t *slen, char *ctype,
 			size_t ctype_len, const char *filename);

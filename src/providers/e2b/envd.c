@@ -10,10 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
 
 #include "../../util/alloc.h"
+#include "../../util/base64.h"
 #include "../../util/cleanup.h"
+#include "../../util/http.h"
 #include "../../util/str.h"
 #include "e2b_int.h"
 
@@ -34,10 +35,10 @@ void sbx__e2b_conn_clear(struct e2b_conn *c)
 	memset(c, 0, sizeof(*c));
 }
 
-struct curl_slist *sbx__e2b_envd_headers(const struct e2b_conn *c, const char *content_type,
-					 const char *user, long timeout_ms, int stream)
+char **sbx__e2b_envd_headers(const struct e2b_conn *c, const char *content_type, const char *user,
+			     long timeout_ms, int stream)
 {
-	char *lines[10] = { 0 };
+	char **lines = xcalloc(10, sizeof(*lines));
 	size_t n = 0;
 	lines[n++] = xasprintf("E2b-Sandbox-Id: %s", c->id);
 	lines[n++] = xasprintf("E2b-Sandbox-Port: %d", E2B_ENVD_PORT);
@@ -53,13 +54,10 @@ struct curl_slist *sbx__e2b_envd_headers(const struct e2b_conn *c, const char *c
 		lines[n++] = xstrdup("Keepalive-Ping-Interval: 30");
 	if (user && *user) {
 		_cleanup_free_ char *up = xasprintf("%s:", user);
-		_cleanup_free_ char *b = sbx__e2b_b64_encode(up, strlen(up));
+		_cleanup_free_ char *b = sbx__base64_encode(up, strlen(up), SBX_B64_STD);
 		lines[n++] = xasprintf("Authorization: Basic %s", b);
 	}
-	struct curl_slist *h = sbx__e2b_headers((const char *const *)lines);
-	for (size_t i = 0; i < n; i++)
-		free(lines[i]);
-	return h;
+	return lines;
 }
 
 /* ---- envelopes ---- */
@@ -170,8 +168,16 @@ int sbx__e2b_event_parse(struct e2b_event *out, const char *json, size_t len)
 			out->fd = 1;
 		}
 		const char *b = json_string_value(s);
-		if (!b || sbx__e2b_b64_decode(&out->data, &out->len, b, strlen(b)) < 0)
+		size_t bl = b ? strlen(b) : 0;
+		sbx_buf raw;
+		sbx__buf_init(&raw, sbx__base64_decoded_max(bl));
+		/* protobuf JSON bytes: either alphabet, padded or not */
+		if (!b || sbx__base64_decode_buf(&raw, b, bl, SBX_B64_ANY_ALPHABET |
+						 SBX_B64_PAD_OPTIONAL) < 0)
 			r = -EPROTO;
+		else
+			out->data = sbx__buf_steal(&raw, &out->len);
+		sbx__buf_free(&raw);
 	} else if ((x = json_object_get(ev, "end"))) {
 		out->type = E2B_EV_END;
 		json_t *ec = json_object_get(x, "exitCode");
@@ -239,14 +245,14 @@ int sbx__e2b_unary(json_t **out, const struct e2b_conn *c, const char *method, j
 		*out = NULL;
 	_cleanup_free_ char *url = xasprintf("%s/%s", c->base, method);
 	_cleanup_free_ char *body = json_dumps(req, JSON_COMPACT);
-	struct curl_slist *h = sbx__e2b_envd_headers(c, "application/json", user, 0, 0);
+	char **h = sbx__e2b_envd_headers(c, "application/json", user, 0, 0);
 	sbx_buf resp;
 	sbx__buf_init(&resp, E2B_BODY_MAX);
-	struct e2b_req rq = { .method = "POST", .url = url, .headers = h, .body = body,
+	struct e2b_req rq = { .method = "POST", .url = url, .headers = (const char *const *)h, .body = body,
 			      .body_len = strlen(body), .body_fd = -1, .timeout_ms = UNARY_TIMEOUT_MS,
 			      .resp = &resp };
 	int r = sbx__e2b_http(&rq, err);
-	sbx__e2b_headers_free(h);
+	sbx__http_headers_free(h);
 	if (r < 0) {
 		sbx_error_prefix(err, r, "e2b: %s", what);
 		goto out;

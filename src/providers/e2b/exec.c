@@ -16,11 +16,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 
 #include "../../util/alloc.h"
+#include "../../util/base64.h"
 #include "../../util/cleanup.h"
 #include "../../util/fs.h"
+#include "../../util/http.h"
 #include "../../util/str.h"
 #include "e2b_int.h"
 
@@ -159,9 +160,8 @@ static int on_bytes(const char *d, size_t n, void *ud)
 int sbx__e2b_stream_run(struct e2b_stream *s, sbx_error **err)
 {
 	_cleanup_free_ char *url = xasprintf("%s/process.Process/Start", s->conn.base);
-	struct curl_slist *h = sbx__e2b_envd_headers(&s->conn, "application/connect+json", s->user,
-						     s->timeout_ms, 1);
-	struct e2b_req rq = { .method = "POST", .url = url, .headers = h, .body = s->body,
+	char **h = sbx__e2b_envd_headers(&s->conn, "application/connect+json", s->user, s->timeout_ms, 1);
+	struct e2b_req rq = { .method = "POST", .url = url, .headers = (const char *const *)h, .body = s->body,
 			      .body_len = s->body_len, .body_fd = -1, .on_data = on_bytes, .payload = s,
 			      .cancel = &s->cancel };
 	rq.timeout_ms = s->timeout_ms ? s->timeout_ms + DEADLINE_SLACK_MS : 0;
@@ -170,7 +170,7 @@ int sbx__e2b_stream_run(struct e2b_stream *s, sbx_error **err)
 	int r = sbx__e2b_http(&rq, err);
 	s->t1 = sbx__now_mono();
 	s->ctype = NULL;
-	sbx__e2b_headers_free(h);
+	sbx__http_headers_free(h);
 	if (r == -EPROTO)
 		return sbx_error_set(err, r, "e2b: exec in sandbox %s: malformed process stream%s", s->conn.id,
 				     s->started ? "" : " (expected the start event first)");
@@ -227,7 +227,7 @@ int sbx__e2b_send_signal(const struct e2b_conn *c, unsigned pid, int sig, sbx_er
 
 static int send_input(const struct e2b_feeder *f, const char *d, size_t n)
 {
-	_cleanup_free_ char *b = sbx__e2b_b64_encode(d, n);
+	_cleanup_free_ char *b = sbx__base64_encode(d, n, SBX_B64_STD);
 	json_t *req = json_pack("{s:{s:I}, s:{s:s}}", "process", "pid", (json_int_t)f->pid, "input",
 				"stdin", b);
 	int r = sbx__e2b_unary(NULL, f->conn, "process.Process/SendInput", req, "root", "send stdin", NULL);

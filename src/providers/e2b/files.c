@@ -18,11 +18,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 
 #include "../../util/alloc.h"
 #include "../../util/cleanup.h"
 #include "../../util/fs.h"
+#include "../../util/http.h"
 #include "../../util/str.h"
 #include "e2b_int.h"
 
@@ -65,10 +65,10 @@ static int post_file(const struct e2b_conn *c, const char *path, const void *dat
 	size_t plen, slen;
 	sbx__e2b_multipart(&prefix, &plen, &suffix, &slen, ctype, sizeof(ctype), path);
 	_cleanup_free_ char *url = files_url(c, path);
-	struct curl_slist *h = sbx__e2b_envd_headers(c, ctype, NULL, 0, 0);
+	char **h = sbx__e2b_envd_headers(c, ctype, NULL, 0, 0);
 	sbx_buf resp;
 	sbx__buf_init(&resp, 1u << 20);
-	struct e2b_req rq = { .method = "POST", .url = url, .headers = h, .body_fd = -1,
+	struct e2b_req rq = { .method = "POST", .url = url, .headers = (const char *const *)h, .body_fd = -1,
 			      .timeout_ms = XFER_TIMEOUT_MS, .resp = &resp };
 	_cleanup_free_ char *body = NULL;
 	if (fd >= 0) {
@@ -86,7 +86,7 @@ static int post_file(const struct e2b_conn *c, const char *path, const void *dat
 		rq.body_len = plen + len + slen;
 	}
 	int r = sbx__e2b_http(&rq, err);
-	sbx__e2b_headers_free(h);
+	sbx__http_headers_free(h);
 	free(prefix);
 	free(suffix);
 	_cleanup_free_ char *what = xasprintf("write %s in sandbox %s", path, c->id);
@@ -121,15 +121,15 @@ static int to_fd(const char *d, size_t n, void *u)
 static int get_file(sbx_buf *into, int fd, const struct e2b_conn *c, const char *path, sbx_error **err)
 {
 	_cleanup_free_ char *url = files_url(c, path);
-	struct curl_slist *h = sbx__e2b_envd_headers(c, NULL, NULL, 0, 0);
-	struct e2b_req rq = { .method = "GET", .url = url, .headers = h, .body_fd = -1,
+	char **h = sbx__e2b_envd_headers(c, NULL, NULL, 0, 0);
+	struct e2b_req rq = { .method = "GET", .url = url, .headers = (const char *const *)h, .body_fd = -1,
 			      .timeout_ms = XFER_TIMEOUT_MS, .resp = into };
 	if (fd >= 0) {
 		rq.on_data = to_fd;
 		rq.payload = &fd;
 	}
 	int r = sbx__e2b_http(&rq, err);
-	sbx__e2b_headers_free(h);
+	sbx__http_headers_free(h);
 	_cleanup_free_ char *what = xasprintf("read %s in sandbox %s", path, c->id);
 	if (r == -E2BIG)
 		return sbx_error_set(err, -EFBIG, "e2b: %s: larger than %zu bytes", what, into->max - 1);
@@ -172,6 +172,48 @@ static int tmpfile_fd(sbx_error **err)
 	return fd;
 }
 
+/* An error from libarchive handle A while doing OP on PATH: its errno as the
+ * code (ENOSPC, EFBIG, ...) when it has one, else -EIO. */
+static int arc_error(sbx_error **err, struct archive *a, const char *op, const char *path)
+{
+	int e = archive_errno(a);
+	const char *why = archive_error_string(a);
+	return sbx_error_set(err, e > 0 ? -e : -EIO, "%s %s: %s", op, path,
+			     why ? why : e > 0 ? strerror(e) : "archive error");
+}
+
+/* Writes the bytes of regular file HOST (SIZE by its stat) as the entry's data. */
+static int add_data(struct archive *a, const char *host, int64_t size, sbx_error **err)
+{
+	_cleanup_close_ int fd = open(host, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return sbx_error_setsys(err, -errno, errno, "upload: open %s", host);
+	char buf[65536];
+	int64_t total = 0;
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return sbx_error_setsys(err, -errno, errno, "upload: read %s", host);
+		if (n == 0)
+			break;
+		total += n;
+		if (total > size)
+			break;
+		la_ssize_t w = archive_write_data(a, buf, (size_t)n);
+		if (w < 0)
+			return arc_error(err, a, "upload: tar", host);
+		if (w != n)
+			break;
+	}
+	/* The header already promised SIZE bytes; anything else would be padded
+	 * or cut silently. */
+	if (total != size)
+		return sbx_error_set(err, -EIO, "upload: %s changed size while being read", host);
+	return 0;
+}
+
 static void add_entry(struct archive *a, struct archive *disk, const char *host, const char *name,
 		      int *r, sbx_error **err)
 {
@@ -190,19 +232,17 @@ static void add_entry(struct archive *a, struct archive *disk, const char *host,
 	archive_entry_set_uname(e, "root");
 	archive_entry_set_gname(e, "root");
 	struct stat st = *archive_entry_stat(e);
-	if (archive_write_header(a, e) != ARCHIVE_OK) {
-		*r = sbx_error_set(err, -EIO, "upload: tar %s: %s", host, archive_error_string(a));
-	} else if (S_ISREG(st.st_mode)) {
-		_cleanup_close_ int fd = open(host, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		char buf[65536];
-		ssize_t n;
-		while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
-			if (archive_write_data(a, buf, (size_t)n) < 0)
-				break;
-	}
+	if (archive_write_header(a, e) != ARCHIVE_OK)
+		*r = arc_error(err, a, "upload: tar", host);
+	else if (S_ISREG(st.st_mode))
+		*r = add_data(a, host, (int64_t)st.st_size, err);
+	if (*r == 0 && archive_write_finish_entry(a) < ARCHIVE_WARN)
+		*r = arc_error(err, a, "upload: tar", host);
 	archive_entry_free(e);
 	if (*r == 0 && S_ISDIR(st.st_mode)) {
 		_cleanup_closedir_ DIR *d = opendir(host);
+		if (!d)
+			*r = sbx_error_setsys(err, -errno, errno, "upload: open %s", host);
 		struct dirent *de;
 		while (d && (de = readdir(d)) && *r == 0) {
 			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
@@ -221,23 +261,27 @@ int sbx__e2b_tar_path(int *fd_out, off_t *len_out, const char *src, const char *
 	if (fd < 0)
 		return fd;
 	struct archive *a = archive_write_new();
-	archive_write_set_format_pax_restricted(a);
-	if (gzip)
-		archive_write_add_filter_gzip(a);
 	struct archive *disk = archive_read_disk_new();
-	archive_read_disk_set_standard_lookup(disk);
-	archive_read_disk_set_symlink_physical(disk);
+	if (!a || !disk)
+		abort(); /* out of memory, by policy */
 	int r = 0;
-	if (archive_write_open_fd(a, fd) != ARCHIVE_OK)
-		r = sbx_error_set(err, -EIO, "upload: tar: %s", archive_error_string(a));
+	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	    (gzip && archive_write_add_filter_gzip(a) < ARCHIVE_WARN))
+		r = arc_error(err, a, "upload: tar", src);
+	else if (archive_read_disk_set_standard_lookup(disk) != ARCHIVE_OK ||
+		 archive_read_disk_set_symlink_physical(disk) != ARCHIVE_OK)
+		r = arc_error(err, disk, "upload: read", src);
+	else if (archive_write_open_fd(a, fd) != ARCHIVE_OK)
+		r = arc_error(err, a, "upload: tar", src);
 	add_entry(a, disk, src, name, &r, err);
+	/* close flushes the last blocks (and the gzip trailer): its failure is a short tar */
 	if (archive_write_close(a) != ARCHIVE_OK && r == 0)
-		r = sbx_error_set(err, -EIO, "upload: tar: %s", archive_error_string(a));
+		r = arc_error(err, a, "upload: tar", src);
 	archive_write_free(a);
 	archive_read_free(disk);
 	struct stat st;
 	if (r == 0 && fstat(fd, &st) < 0)
-		r = sbx_error_setsys(err, -errno, errno, "upload: tar");
+		r = sbx_error_setsys(err, -errno, errno, "upload: tar %s", src);
 	if (r < 0) {
 		close(fd);
 		return r;
@@ -286,19 +330,46 @@ int sbx__e2b_upload(struct e2b_sb *sb, const char *src, const char *dst, sbx_err
 	return r < 0 ? sbx_error_prefix(err, r, "upload %s to %s", src, dst) : 0;
 }
 
-/* Unpacks tar fd under directory DIR (host), refusing unsafe entries. */
-static int untar(int fd, const char *dir, sbx_error **err)
+/* Copies the current entry's data from A to the disk writer W (FULL names it). */
+static int unpack_data(struct archive *a, struct archive *w, const char *full, sbx_error **err)
+{
+	const void *buf;
+	size_t size;
+	la_int64_t off;
+	int d;
+	while ((d = archive_read_data_block(a, &buf, &size, &off)) == ARCHIVE_OK)
+		if (archive_write_data_block(w, buf, size, off) != ARCHIVE_OK)
+			return arc_error(err, w, "download: write", full);
+	if (d != ARCHIVE_EOF)
+		return arc_error(err, a, "download: read the sandbox's tar at", full);
+	/* finishing applies size, mode and times; a warning (an owner not kept) is not fatal */
+	if (archive_write_finish_entry(w) < ARCHIVE_WARN)
+		return arc_error(err, w, "download: write", full);
+	return 0;
+}
+
+int sbx__e2b_untar(int fd, const char *dir, sbx_error **err)
 {
 	struct archive *a = archive_read_new();
-	archive_read_support_filter_all(a);
-	archive_read_support_format_tar(a);
 	struct archive *w = archive_write_disk_new();
-	archive_write_disk_set_options(w, ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
-						  ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME);
+	if (!a || !w)
+		abort(); /* out of memory, by policy */
 	int r = 0;
-	lseek(fd, 0, SEEK_SET);
+	if (archive_read_support_filter_all(a) < ARCHIVE_WARN || archive_read_support_format_tar(a) != ARCHIVE_OK) {
+		r = arc_error(err, a, "download: tar into", dir);
+		goto out;
+	}
+	if (archive_write_disk_set_options(w, ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
+						  ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME) != ARCHIVE_OK) {
+		r = arc_error(err, w, "download: tar into", dir);
+		goto out;
+	}
+	if (lseek(fd, 0, SEEK_SET) < 0) {
+		r = sbx_error_setsys(err, -errno, errno, "download: tar into %s", dir);
+		goto out;
+	}
 	if (archive_read_open_fd(a, fd, 65536) != ARCHIVE_OK) {
-		r = sbx_error_set(err, -EIO, "download: tar: %s", archive_error_string(a));
+		r = arc_error(err, a, "download: tar into", dir);
 		goto out;
 	}
 	struct archive_entry *e;
@@ -309,6 +380,7 @@ static int untar(int fd, const char *dir, sbx_error **err)
 			r = sbx_error_set(err, -EPERM, "download: unsafe path in the sandbox's tar");
 			goto out;
 		}
+		/* p dies with the entry's old name: only full is used from here */
 		_cleanup_free_ char *full = xasprintf("%s/%s", dir, p);
 		archive_entry_set_pathname(e, full);
 		const char *hl = archive_entry_hardlink(e);
@@ -321,18 +393,18 @@ static int untar(int fd, const char *dir, sbx_error **err)
 			archive_entry_set_hardlink(e, hf);
 		}
 		if (archive_write_header(w, e) != ARCHIVE_OK) {
-			r = sbx_error_set(err, -EIO, "download: %s: %s", p, archive_error_string(w));
+			r = arc_error(err, w, "download: write", full);
 			goto out;
 		}
-		const void *buf;
-		size_t size;
-		la_int64_t off;
-		while (archive_read_data_block(a, &buf, &size, &off) == ARCHIVE_OK)
-			archive_write_data_block(w, buf, size, off);
-		archive_write_finish_entry(w);
+		r = unpack_data(a, w, full, err);
+		if (r < 0)
+			goto out;
 	}
 	if (h != ARCHIVE_EOF)
-		r = sbx_error_set(err, -EIO, "download: tar: %s", archive_error_string(a));
+		r = arc_error(err, a, "download: read the sandbox's tar into", dir);
+	/* close sets the directories' deferred modes and times */
+	else if (archive_write_close(w) != ARCHIVE_OK)
+		r = arc_error(err, w, "download: write", dir);
 out:
 	archive_read_free(a);
 	archive_write_free(w);
@@ -380,7 +452,7 @@ int sbx__e2b_download(struct e2b_sb *sb, const char *src, const char *dst, sbx_e
 	_cleanup_free_ char *stage = xasprintf("%s/.sbx-dl-%s", parent, hex);
 	if (mkdir(stage, 0700) < 0)
 		return sbx_error_setsys(err, -errno, errno, "download to %s", dst);
-	r = untar(fd, stage, err);
+	r = sbx__e2b_untar(fd, stage, err);
 	_cleanup_free_ char *from = xasprintf("%s/%s", stage, name);
 	_cleanup_free_ char *to = into ? xasprintf("%s/%s", dcopy, name) : xstrdup(dcopy);
 	if (r == 0 && rename(from, to) < 0) {

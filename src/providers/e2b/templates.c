@@ -19,13 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-#include <openssl/evp.h>
 
 #include "../../templates/templates_int.h"
 #include "../../util/alloc.h"
 #include "../../util/cleanup.h"
 #include "../../util/fs.h"
+#include "../../util/http.h"
+#include "../../util/sha256.h"
 #include "../../util/str.h"
 #include "e2b_int.h"
 #include "e2b_template.h"
@@ -63,15 +63,6 @@ int sbx__e2b_backend_is(const char *name)
 	return !strcmp(n, "e2b") || !strcmp(n, "agentenv");
 }
 
-static void hex_of(const unsigned char *d, char *out)
-{
-	for (int i = 0; i < 32; i++) {
-		out[i * 2] = "0123456789abcdef"[d[i] >> 4];
-		out[i * 2 + 1] = "0123456789abcdef"[d[i] & 15];
-	}
-	out[64] = '\0';
-}
-
 static void add_step(struct plan *p, const char *type, json_t *args)
 {
 	json_array_append_new(p->steps, json_pack("{s:s, s:o, s:b}", "type", type, "args", args, "force", 0));
@@ -102,14 +93,13 @@ static int add_copies(struct plan *p, const char *ctx, const struct ctx_ignore *
 		if (!*rel)
 			return sbx_error_set(err, -EINVAL, "line %d: COPY of the whole context is not supported on e2b",
 					     s->line);
-		EVP_MD_CTX *md = EVP_MD_CTX_new();
-		EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+		EVP_MD_CTX *md = sbx__sha256_new();
 		EVP_DigestUpdate(md, "COPY\n", 5);
 		EVP_DigestUpdate(md, rel, strlen(rel) + 1);
 		EVP_DigestUpdate(md, s->dst, strlen(s->dst) + 1);
 		r = sbx__ctx_hash(md, ctx, rel, ig, err);
-		unsigned char d[32];
-		EVP_DigestFinal_ex(md, d, NULL);
+		char hash[SBX_SHA256_HEX_LEN + 1];
+		sbx__sha256_final_hex(md, hash);
 		EVP_MD_CTX_free(md);
 		_cleanup_free_ char *host = NULL; /* never a path through a symlink out of the context */
 		if (r < 0 || (r = sbx__ctx_real_path(&host, ctx, rel, err)) < 0)
@@ -118,7 +108,7 @@ static int add_copies(struct plan *p, const char *ctx, const struct ctx_ignore *
 		struct copy_src *c = &p->copies[p->n_copies++];
 		c->host = steal_ptr(&host);
 		c->rel = xstrdup(rel);
-		hex_of(d, c->hash);
+		memcpy(c->hash, hash, sizeof(c->hash));
 		_cleanup_free_ char *mode = s->chmod ? xstrdup(s->chmod) : xstrdup("");
 		json_t *args = json_pack("[s, s, s, s]", rel, s->dst, s->chown ? s->chown : "", mode);
 		json_array_append_new(p->steps, json_pack("{s:s, s:o, s:b, s:s}", "type", "COPY", "args", args,
@@ -265,15 +255,12 @@ static char *plan_alias(const struct plan *p, const struct sbx_e2b_template_opts
 	_cleanup_free_ char *steps = json_dumps(p->steps, JSON_COMPACT | JSON_SORT_KEYS);
 	_cleanup_free_ char *res = xasprintf("cpu=%u mem=%u", cpu_count(o->cpus), o->memory_mb);
 	const char *parts[] = { "sbx-e2b-template-v1", p->from, "user=root", steps, res };
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+	EVP_MD_CTX *md = sbx__sha256_new();
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
 		EVP_DigestUpdate(md, parts[i], strlen(parts[i]) + 1);
-	unsigned char d[32];
-	EVP_DigestFinal_ex(md, d, NULL);
+	char hex[SBX_SHA256_HEX_LEN + 1];
+	sbx__sha256_final_hex(md, hex);
 	EVP_MD_CTX_free(md);
-	char hex[65];
-	hex_of(d, hex);
 	_cleanup_free_ char *slug = xstrdup(o->slug && *o->slug ? o->slug : "task");
 	for (char *c = slug; *c; c++)
 		if (!isalnum((unsigned char)*c) && *c != '-')
@@ -313,15 +300,13 @@ static int upload_files(struct e2b_ctx *c, const struct copy_src *cs, json_t *re
 	}
 	sbx__strv_push(&lines, "Content-Type: application/gzip");
 	sbx__strv_push(&lines, "Expect:");
-	struct curl_slist *h = sbx__e2b_headers((const char *const *)lines);
-	sbx__strv_free(lines);
 	int fd = -1;
 	off_t len = 0;
 	int r = sbx__e2b_tar_path(&fd, &len, cs->host, cs->rel, 1, err);
 	if (r == 0) {
 		sbx_buf resp;
 		sbx__buf_init(&resp, 65536);
-		struct e2b_req rq = { .method = "PUT", .url = full, .headers = h, .body_fd = fd, .fd_len = len,
+		struct e2b_req rq = { .method = "PUT", .url = full, .headers = (const char *const *)lines, .body_fd = fd, .fd_len = len,
 				      .timeout_ms = 30L * 60 * 1000, .resp = &resp };
 		if (len == 0)
 			rq.prefix = "", rq.prefix_len = 0;
@@ -332,7 +317,7 @@ static int upload_files(struct e2b_ctx *c, const struct copy_src *cs, json_t *re
 		sbx__buf_free(&resp);
 		close(fd);
 	}
-	sbx__e2b_headers_free(h);
+	sbx__http_headers_free(lines);
 	return r;
 }
 

@@ -91,6 +91,7 @@ static int f_create(void **sb_out, char **id_out, void *ctx, const sbx_sandbox_o
 	}
 	pthread_mutex_lock(&lock);
 	inflight--;
+	stats.returned++;
 	pthread_mutex_unlock(&lock);
 	return r;
 }
@@ -145,6 +146,7 @@ static int f_destroy(void *sb, sbx_error **err)
 		pthread_mutex_lock(&lock);
 		if (stats.live)
 			stats.live--;
+		stats.destroyed++;
 		pthread_mutex_unlock(&lock);
 	}
 	return r;

@@ -557,6 +557,11 @@ static int l_proc_start(void **proc, struct sbx_process_fds *fds, void *h, const
 				      sizeof(msg), err);
 	if (r == -ENOENT && start_exit)
 		r = sbx_error_set(err, start_exit == 127 ? -ENOENT : -EACCES, "%s", msg);
+	/* sbx_process owns fds->in_fd from here (sbx_process_close_stdin() and
+	 * sbx_process_free() close it); a second close here would hit whatever
+	 * the process opened under that number meanwhile. */
+	if (r == 0)
+		sbx__local_proc_give_stdin(*proc);
 	return r;
 }
 
@@ -658,4 +663,5 @@ const sbx_provider_ops sbx_provider_local = {
 	.path_fd = l_path_fd,
 	.pause = l_pause,
 	.resume = l_resume,
+	.features = SBX_PROVIDER_TTY,
 };

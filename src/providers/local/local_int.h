@@ -84,7 +84,7 @@ void sbx__nspool_release(struct sbx_nspool *p, int fd);
 enum { SCRATCH_TMPFS = 0, SCRATCH_DISK = 1 };
 struct sbx_scratch {
 	pthread_mutex_t lock;
-	int opened, mode, failed;
+	int opened, mode, failed, warned;
 	int dirfd;          /* <scratch root>/<state dir key>, SCRATCH_DISK only */
 	char *state, *dir, *why;
 	uint64_t fs_bytes;  /* size of the scratch file system */
@@ -203,6 +203,9 @@ int sbx__local_proc_poll(struct local_proc *p, int *status, int *timed_out, int 
 			 char *start_msg, size_t msglen, sbx_error **err);
 int sbx__local_proc_signal(struct local_proc *p, int sig, sbx_error **err);
 void sbx__local_proc_free(struct local_proc *p, int kill);
+/* The stdin write end now belongs to the caller (sbx_process closes it): the
+ * handle forgets it, so freeing the handle cannot close that number again. */
+void sbx__local_proc_give_stdin(struct local_proc *p);
 
 /* fsops.c: stat, list, mkdir, rename, remove, chown, path fds */
 int sbx__local_stat(sbx_file_info *out, struct local_sb *sb, const char *path, sbx_error **err);

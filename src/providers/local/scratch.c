@@ -128,6 +128,21 @@ static int loop_mount(const char *img, const char *root, sbx_error **err)
 	return sbx_error_set(err, -EBUSY, "scratch: no free loop device for %s", img);
 }
 
+/* Whether quotas are on for the btrfs holding fd (sysfs lists qgroups then). */
+static int quotas_on(int fd)
+{
+	struct btrfs_ioctl_fs_info_args fi = { 0 };
+	if (ioctl(fd, BTRFS_IOC_FS_INFO, &fi) < 0)
+		return 0;
+	char path[128];
+	int n = snprintf(path, sizeof(path), "/sys/fs/btrfs/");
+	for (int i = 0; i < BTRFS_FSID_SIZE; i++)
+		n += snprintf(path + n, sizeof(path) - (size_t)n, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "",
+			      fi.fsid[i]);
+	snprintf(path + n, sizeof(path) - (size_t)n, "/qgroups");
+	return access(path, F_OK) == 0;
+}
+
 /* Makes root a btrfs with quotas: as it is, or a loop-mounted image. */
 static int prepare_root(const char *root, sbx_error **err)
 {
@@ -141,10 +156,16 @@ static int prepare_root(const char *root, sbx_error **err)
 	_cleanup_close_ int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return sbx_error_setsys(err, -errno, errno, "scratch: open %s", root);
+	_cleanup_free_ char *img = xasprintf("%s.img", root);
+	struct stat st;
+	int ours = stat(img, &st) == 0;
+	if (is_btrfs(dfd) && !ours && !quotas_on(dfd))
+		/* Someone's own btrfs: turning quotas on is theirs to decide. */
+		return sbx_error_set(err, -ENOTSUP,
+				     "scratch: %s is on a btrfs without quotas; run 'btrfs quota enable --simple %s' "
+				     "or point SBX_SCRATCH_DIR at another directory", root, root);
 	if (!is_btrfs(dfd)) {
-		_cleanup_free_ char *img = xasprintf("%s.img", root);
-		struct stat st;
-		if (stat(img, &st) < 0) {
+		if (!ours) {
 			uint64_t size = image_size(root);
 			if (size < MIN_IMAGE_BYTES)
 				return sbx_error_set(err, -ENOSPC,
@@ -219,8 +240,6 @@ static void scratch_open_once(struct sbx_scratch *s)
 	s->failed = r;
 	s->why = xstrdup(e && e->msg ? e->msg : "scratch: setup failed");
 	sbx_error_free(e);
-	if (!(want && strcmp(want, "disk") == 0))
-		SBX_LOGW("%s; writable layers stay in memory (tmpfs)", s->why);
 }
 
 void sbx__scratch_init(struct sbx_scratch *s, const char *state_dir)
@@ -263,6 +282,12 @@ int sbx__scratch_mode(struct sbx_scratch *s, sbx_scratch_kind want, sbx_error **
 		return sbx_error_set(err, s->failed ? s->failed : -ENOTSUP,
 				     "%s (the writable layer on disk was asked for; SBX_SCRATCH=tmpfs keeps it in memory)",
 				     s->why ? s->why : "scratch: SBX_SCRATCH=tmpfs");
+	pthread_mutex_lock(&s->lock);
+	int warn = s->why && !s->warned;
+	s->warned = 1;
+	pthread_mutex_unlock(&s->lock);
+	if (warn)
+		SBX_LOGW("%s; writable layers stay in memory (tmpfs)", s->why);
 	return SCRATCH_TMPFS;
 }
 

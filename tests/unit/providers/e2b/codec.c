@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* E2B client pure pieces: endpoint rules, base64, encoding, times, error mapping. */
+/* E2B client pure pieces: endpoint rules, encoding, times, error mapping. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -69,41 +69,6 @@ Test(e2b_codec, domain_and_scheme_override)
 	cr_assert_str_eq(u, "http://49983-sid.d.example", "SBX_ wins over OPENENV_, case and :// normalised");
 	free(u);
 	sbx__e2b_cfg_clear(&c);
-}
-
-Test(e2b_codec, base64_round_trip)
-{
-	const char *cases[] = { "", "h", "hi", "hi\n", "hello world", NULL };
-	const char *want[] = { "", "aA==", "aGk=", "aGkK", "aGVsbG8gd29ybGQ=" };
-	for (size_t i = 0; cases[i]; i++) {
-		char *e = sbx__e2b_b64_encode(cases[i], strlen(cases[i]));
-		cr_assert_str_eq(e, want[i]);
-		char *d;
-		size_t n;
-		cr_assert_eq(sbx__e2b_b64_decode(&d, &n, e, strlen(e)), 0);
-		cr_assert_eq(n, strlen(cases[i]));
-		cr_assert_eq(memcmp(d, cases[i], n), 0);
-		free(d);
-		free(e);
-	}
-	unsigned char bin[256];
-	for (int i = 0; i < 256; i++)
-		bin[i] = (unsigned char)i;
-	char *e = sbx__e2b_b64_encode(bin, sizeof(bin));
-	char *d;
-	size_t n;
-	cr_assert_eq(sbx__e2b_b64_decode(&d, &n, e, strlen(e)), 0);
-	cr_assert_eq(n, 256);
-	cr_assert_eq(memcmp(d, bin, 256), 0);
-	free(d);
-	free(e);
-	/* URL-safe and unpadded are accepted; junk is not */
-	cr_assert_eq(sbx__e2b_b64_decode(&d, &n, "-_8", 3), 0);
-	cr_assert_eq(n, 2);
-	cr_assert_eq((unsigned char)d[0], 0xfb);
-	free(d);
-	cr_assert_eq(sbx__e2b_b64_decode(&d, &n, "a*==", 4), -EINVAL);
-	cr_assert_eq(sbx__e2b_b64_decode(&d, &n, "abcde", 5), -EINVAL);
 }
 
 Test(e2b_codec, urlenc_and_metadata_query)

@@ -143,6 +143,20 @@ Test(e2b_envd, events)
 	cr_assert_eq(sbx__e2b_event_parse(&e, "nope", 4), -EPROTO);
 	const char *bad64 = "{\"event\":{\"data\":{\"stdout\":\"***\"}}}";
 	cr_assert_eq(sbx__e2b_event_parse(&e, bad64, strlen(bad64)), -EPROTO);
+	/* protobuf JSON bytes: URL-safe and unpadded are accepted, bad padding is not */
+	const char *url64 = "{\"event\":{\"data\":{\"stdout\":\"-_8\"}}}";
+	cr_assert_eq(sbx__e2b_event_parse(&e, url64, strlen(url64)), 0);
+	cr_assert_eq(e.len, 2);
+	cr_assert_eq((unsigned char)e.data[0], 0xfb);
+	cr_assert_eq((unsigned char)e.data[1], 0xff);
+	sbx__e2b_event_clear(&e);
+	const char *pad64 = "{\"event\":{\"data\":{\"stdout\":\"aGk==\"}}}";
+	cr_assert_eq(sbx__e2b_event_parse(&e, pad64, strlen(pad64)), -EPROTO);
+	sbx__e2b_event_clear(&e);
+	const char *none = "{\"event\":{\"data\":{\"stdout\":\"\"}}}";
+	cr_assert_eq(sbx__e2b_event_parse(&e, none, strlen(none)), 0);
+	cr_assert_eq(e.len, 0);
+	sbx__e2b_event_clear(&e);
 	cr_assert_eq(sbx__e2b_status_signal("exit status 0"), 0);
 	cr_assert_eq(sbx__e2b_status_signal("signal: terminated"), SIGTERM);
 }
