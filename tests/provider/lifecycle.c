@@ -391,19 +391,14 @@ Test(conf_life, cancel_during_create_leaves_nothing)
 
 /*
  * The caller may free the runtime once create_ex returned -ECANCELED: the
- * pipeline's worker must not touch it afterwards. Today the abandoned
- * attempt thread (create.c attempt_thread, detached) still runs the
- * provider's create and destroy on the freed provider context: ASan reports
- * a heap-use-after-free in sbx__nspool_active (local.c hold_mntns <-
- * local_create <- create.c run_attempt), freed by sbx_runtime_free ->
- * local_fini. The sleep after the free keeps this process alive while the
- * worker runs, so a crash is this test's, not a later one's.
+ * pipeline's abandoned worker must not touch it afterwards (before main's
+ * create.c fix, ASan saw a heap-use-after-free of the provider context in
+ * local_create and e2b's sb_new via run_attempt, freed by sbx_runtime_free).
+ * The sleep after the free keeps this process alive while a worker would
+ * still run, so a crash is this test's, not a later one's.
  */
 Test(conf_life, free_runtime_right_after_a_cancel)
 {
-	CONF_KNOWN_BUG("create.c: a create abandoned by a cancel runs on after sbx_runtime_free() and "
-		       "uses the freed provider context (ASan: heap-use-after-free in local_create via "
-		       "run_attempt); being fixed separately");
 	if (C.kind == CONF_FAULTY) {
 		sbx_faulty_config fc = { .seed = 4, .slow_ms = 300 };
 		sbx_faulty_configure(&fc);
