@@ -50,7 +50,7 @@ int sbx_runtime_new(sbx_runtime **out, const sbx_runtime_opts *opts, sbx_error *
 	sbx_runtime *rt = xcalloc(1, sizeof(*rt));
 	rt->state_dir = xstrdup(state);
 	rt->image_dir = xstrdup(images);
-	rt->default_provider = xstrdup(opts->default_provider ? opts->default_provider : "local");
+	rt->default_provider = xstrdup(opts->default_provider ? opts->default_provider : sbx_provider_default()->name);
 	pthread_mutex_init(&rt->lock, NULL);
 	pthread_mutex_init(&rt->workers_lock, NULL);
 	pthread_cond_init(&rt->workers_idle, NULL);
