@@ -159,15 +159,17 @@ typedef struct sbx_provider_ops {
 	/** Required. Runs to completion; out->out/err owned by the caller; a nonzero exit is
 	 *  success (out->exit_code). -ETIMEDOUT is not used: out->timed_out says so. -ESRCH, -EIO. */
 	int (*exec)(sbx_exec_result *out, void *sb, const sbx_exec_opts *opts, sbx_error **err);
-	/** Optional. -ENOENT (parent), -EISDIR, -EACCES, -EIO. */
+	/** Optional. -ENOENT (parent), -EACCES, -ENOSPC, -EISDIR, -EINVAL (not a regular file). */
 	int (*write_file)(void *sb, const char *path, const void *data, size_t len, unsigned mode,
 			  sbx_error **err);
-	/** Optional. *data_out owned by the caller (NUL-terminated); -ENOENT, -EFBIG (> max). */
+	/** Optional. *data_out owned by the caller (malloc'd, NUL-terminated); -ENOENT, -EISDIR,
+	 *  -EFBIG (larger than max), -EINVAL (not a regular file: never blocks on a FIFO). */
 	int (*read_file)(void **data_out, size_t *len_out, void *sb, const char *path, size_t max,
 			 sbx_error **err);
-	/** Optional. Host path src -> sandbox path dst (file or tree); -ENOENT, -EIO. */
+	/** Optional. Host path src -> sandbox path dst (file or tree); -ENOENT (src), -ENOSPC,
+	 *  -EINVAL, -ELOOP. */
 	int (*upload)(void *sb, const char *src, const char *dst, sbx_error **err);
-	/** Optional. Sandbox path src -> host path dst; -ENOENT, -EIO. */
+	/** Optional. Sandbox path src -> host path dst; -ENOENT (src), -EINVAL (not a file or tree). */
 	int (*download)(void *sb, const char *src, const char *dst, sbx_error **err);
 	/** Optional. Resets the TTL to ttl_s from now; -ESRCH (gone), -EIO. */
 	int (*set_timeout)(void *sb, unsigned ttl_s, sbx_error **err);
@@ -187,7 +189,8 @@ typedef struct sbx_provider_ops {
 	 *  owned by the core until process_free. -ENOENT (no such program), -EIO. */
 	int (*process_start)(void **proc_out, struct sbx_process_fds *fds, void *sb,
 			     const sbx_exec_opts *o, int keep_stdin, sbx_error **err);
-	/** *status is a wait status; 0 with nothing set when still running (block = 0). */
+	/** 1 when exited (*status a wait status, *timed_out set), 0 while running (block = 0),
+	 *  -ESRCH when the sandbox went away. */
 	int (*process_poll)(void *proc, int *status, int *timed_out, int block, sbx_error **err);
 	/** -ESRCH when it already exited. */
 	int (*process_signal)(void *proc, int sig, sbx_error **err);
@@ -198,11 +201,11 @@ typedef struct sbx_provider_ops {
 	/** *out owned by the caller (sbx_file_info_free); -ENOENT, -ENOTDIR. */
 	int (*list_dir)(sbx_file_info **out, size_t *n_out, void *sb, const char *dir, unsigned depth,
 			sbx_error **err);
-	/** Makes parents too; -EEXIST (not a directory), -EACCES. */
+	/** mkdir -p; -EEXIST (exists, not a directory), -ENOTDIR. */
 	int (*mkdir)(void *sb, const char *path, unsigned mode, sbx_error **err);
-	/** -ENOENT, -EXDEV. */
+	/** -ENOENT. */
 	int (*rename)(void *sb, const char *from, const char *to, sbx_error **err);
-	/** force = 1: recursive, and missing is not an error; -ENOENT, -ENOTEMPTY. */
+	/** Recursive; force = 1: missing is not an error. -ENOENT. */
 	int (*remove)(void *sb, const char *path, int force, sbx_error **err);
 	/** -ENOENT (path or user). */
 	int (*chown)(void *sb, const char *path, const char *user, sbx_error **err);
