@@ -14,6 +14,7 @@
 
 #include <sbx/sbx.h>
 #include <sbx/backend.h>
+#include <sbx/sys/faulty.h>
 #include <sbx/sys/provider.h>
 
 static int t_create(void **sb, char **id, void *ctx, const sbx_sandbox_opts *o, sbx_error **err)
@@ -248,4 +249,37 @@ Test(core_guards, descriptions_and_names)
 	const char *names = sbx_backend_names();
 	cr_assert_not_null(strstr(names, "tiny"), "%s", names);
 	cr_assert_not_null(strstr(names, "wee"), "%s", names);
+}
+
+static int lines, failed;
+static char last_check[64];
+
+static void collect(void *payload, int ok, const char *check, const char *fmt, ...)
+{
+	(void)payload;
+	(void)fmt;
+	lines++;
+	failed += !ok;
+	snprintf(last_check, sizeof(last_check), "%s", check);
+}
+
+Test(core_guards, faulty_describes_itself)
+{
+	cr_assert_eq(sbx_faulty_register(NULL), 0);
+	const sbx_provider_desc *d = sbx_provider_describe("faulty");
+	cr_assert_not_null(d);
+	cr_assert_eq(sbx_provider_desc_ops(d), sbx_provider_find("faulty"));
+	cr_assert_null(d->cred, "wraps local: no credential");
+	cr_assert_null(d->task_image, "the host image store, as local");
+	cr_assert_not_null(d->doctor);
+	sbx_doctor_ctx dc = { .backend = d->name, .emit = collect };
+	d->doctor(&dc);
+	cr_assert_eq(lines, 2);
+	cr_assert_eq(failed, 0);
+	cr_assert_str_eq(last_check, "injection");
+	/* a registered provider is a backend name too */
+	char *b = NULL;
+	cr_assert_eq(sbx_backend_resolve(&b, "Faulty", NULL), 0);
+	cr_assert_str_eq(b, "faulty");
+	free(b);
 }
