@@ -155,6 +155,9 @@ int sbx__runtime_provider(const sbx_provider_ops **ops_out, void **ctx_out, sbx_
 	if (!ops) {
 		char names[256];
 		sbx_provider_names(names, sizeof(names));
+		if (sbx_provider_describe(name))
+			return sbx_error_set(err, -ENOENT, "provider '%s' is described but not implemented in this "
+					     "build (available: %s)", name, names);
 		return sbx_error_set(err, -ENOENT, "no provider '%s' in this build (available: %s)", name, names);
 	}
 	int r = 0;

@@ -244,7 +244,7 @@ Test(core_guards, descriptions_and_names)
 	sbx_sandbox *sb = NULL;
 	sbx_error *e = NULL;
 	cr_assert_eq(sbx_sandbox_create(&sb, rt, &o, &e), -ENOENT);
-	cr_assert_not_null(strstr(e->msg, "modal"), "%s", e->msg);
+	cr_assert_not_null(strstr(e->msg, "provider 'modal' is described but not implemented"), "%s", e->msg);
 	sbx_error_free(e);
 	const char *names = sbx_backend_names();
 	cr_assert_not_null(strstr(names, "tiny"), "%s", names);
