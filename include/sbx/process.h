@@ -26,9 +26,12 @@ typedef struct sbx_process sbx_process;
  * sbx_process_stdout_fd()/stderr_fd() (non-blocking, close-on-exec), unless
  * opts->stdout_fd/stderr_fd name fds to hand over directly. stdin: an open
  * writable fd (sbx_process_stdin_fd()) when opts->stdin_fd == -1 and
- * opts->stdin_data is NULL and `keep_stdin` is set; else as in exec.
+ * opts->stdin_data is NULL and `keep_stdin` is set; else as in exec. With
+ * opts->tty, none of these: the command's stdio is a terminal inside the
+ * sandbox whose master is sbx_process_tty_fd().
  * @param out owned; free with sbx_process_free() (which does not kill).
- * @return 0, -ENOENT (command not found: message names it), -EINVAL, -ESRCH.
+ * @return 0, -ENOENT (command not found: message names it), -EINVAL, -ESRCH,
+ *         -ENOSYS (opts->tty on a provider without terminals).
  */
 int sbx_process_start(sbx_process **out, sbx_sandbox *sb, const sbx_exec_opts *opts, int keep_stdin,
 		      sbx_error **err);
@@ -38,6 +41,14 @@ pid_t sbx_process_pid(const sbx_process *p);
 /** Read ends of stdout/stderr (-1 when handed to caller fds or already closed). Borrowed. */
 int sbx_process_stdout_fd(const sbx_process *p);
 int sbx_process_stderr_fd(const sbx_process *p);
+/**
+ * The terminal's master when started with opts->tty (else -1): read the
+ * command's output from it, write its input (keystrokes) into it, set the
+ * window size with ioctl(TIOCSWINSZ). Non-blocking, close-on-exec; reads fail
+ * with EIO once no process holds the terminal any more. Borrowed: closed by
+ * sbx_process_free(), which hangs the terminal up.
+ */
+int sbx_process_tty_fd(const sbx_process *p);
 /** Write end of stdin, or -1. Borrowed; close it with sbx_process_close_stdin(). */
 int sbx_process_stdin_fd(const sbx_process *p);
 void sbx_process_close_stdin(sbx_process *p);

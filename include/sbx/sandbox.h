@@ -141,6 +141,16 @@ typedef struct sbx_exec_opts {
 	                                alone; the provider may give them to root inside
 	                                (so /dev/stdout reopens under a user namespace).
 	                                0: they are left as they are */
+	int tty;                   /**< 1: run on a terminal made inside the sandbox (its own
+	                                devpts): stdin, stdout and stderr are its slave and
+	                                its controlling terminal; no stdio fd of the caller
+	                                enters. sbx_sandbox_exec() then captures the
+	                                terminal's output as stdout (stderr stays empty) and
+	                                types stdin_data into it; a process's master is
+	                                sbx_process_tty_fd(). The *_fd fields are ignored.
+	                                Providers without terminals: -ENOSYS */
+	unsigned tty_rows;         /**< window size at start; 0 = 24 rows */
+	unsigned tty_cols;         /**< 0 = 80 columns */
 } sbx_exec_opts;
 
 #define SBX_EXEC_OPTS_INIT { .version = SBX_EXEC_OPTS_VERSION, .stdout_fd = -1, .stderr_fd = -1, .stdin_fd = -1 }
@@ -164,7 +174,8 @@ typedef struct sbx_exec_result {
  * @param out owned; free with sbx_exec_result_free(). A command that fails to
  *        start (no such file) yields exit_code 127 and a message on stderr.
  * @return 0 when the command ran (whatever its exit code), -EINVAL (bad opts),
- *         -ESRCH (sandbox gone), -E2BIG (argv/env too large).
+ *         -ESRCH (sandbox gone), -E2BIG (argv/env too large), -ENOSYS (opts->tty
+ *         on a provider without terminals).
  */
 int sbx_sandbox_exec(sbx_exec_result *out, sbx_sandbox *sb, const sbx_exec_opts *opts,
 		     sbx_error **err);

@@ -15,6 +15,7 @@
 #include <sbx/backend.h>
 #include <sbx/sys/provider.h>
 
+#include "util/config.h"
 #include "cli.h"
 
 static const char doctor_help[] =
@@ -61,9 +62,9 @@ static void emit(void *payload, int ok, const char *check, const char *fmt, ...)
 
 static double env_num(const char *a, const char *b, double def)
 {
-	const char *v = getenv(a);
+	const char *v = sbx__env_dyn(a);
 	if ((!v || !*v) && b)
-		v = getenv(b);
+		v = sbx__env_dyn(b);
 	return v && *v ? strtod(v, NULL) : def;
 }
 

@@ -12,12 +12,18 @@
 #include "exec_io.h"
 #include "opts.h"
 
+#define TTY_HELP                                                                            \
+	"  -t, --tty          run CMD on a terminal made inside the sandbox; its output\n"     \
+	"                     (stderr too) is that terminal's; with -i on a terminal, keys\n"  \
+	"                     go to CMD raw (^C is CMD's). -it is -i -t\n"
+
 static const char run_help[] =
 	"usage: sbx run [OPTIONS] IMAGE [--] CMD [ARG...]\n\n"
 	"Create a sandbox from IMAGE, run CMD in it, destroy it. CMD's output is copied\n"
 	"to this process's stdout/stderr, and stdin to CMD when it is not a terminal;\n"
 	"CMD never gets this process's own fds. The exit status is CMD's.\n\noptions:\n"
 	"  -i, --interactive  copy stdin to CMD even from a terminal\n"
+	TTY_HELP
 	"  --timeout DUR      kill CMD and all its children after DUR (exit 124)\n"
 	"  --time             print stage timings (create, exec, destroy) to stderr\n"
 	"  --sh               run CMD as one shell command line (/bin/sh -c)\n";
@@ -33,6 +39,7 @@ static const char exec_help[] =
 	"and stdin to CMD when it is not a terminal; CMD never gets this process's own\n"
 	"fds. The exit status is CMD's.\n\noptions:\n"
 	"  -i, --interactive  copy stdin to CMD even from a terminal\n"
+	TTY_HELP
 	"  -e, --env K=V      extra environment (repeatable)\n"
 	"  -w, --workdir DIR  working directory\n"
 	"  -u, --user USER    user (name, uid, name:group)\n"
@@ -46,10 +53,23 @@ static int parse_timeout(double *out, const char *cmd, const char *v)
 	return 0;
 }
 
-/* Runs argv (or one shell line) with stdio pumped through pipes (exec_io.c).
- * Returns the exit code. */
+/* -i, -t, -it, -ti: 1 when `a` is one of them (setting *in and *tty). */
+static int stdio_flag(const char *a, enum cli_stdin *in, int *tty)
+{
+	int i = !strcmp(a, "-i") || !strcmp(a, "--interactive"), t = !strcmp(a, "-t") || !strcmp(a, "--tty");
+	if (!strcmp(a, "-it") || !strcmp(a, "-ti"))
+		i = t = 1;
+	if (i)
+		*in = CLI_STDIN_ALWAYS;
+	if (t)
+		*tty = 1;
+	return i || t;
+}
+
+/* Runs argv (or one shell line) with stdio pumped through pipes (exec_io.c)
+ * or a terminal of the sandbox (exec_tty.c). Returns the exit code. */
 static int run_cmd(sbx_sandbox *sb, char **argv, int shell, const sbx_exec_opts *base, enum cli_stdin in,
-		   int *timed_out)
+		   int tty, int *timed_out)
 {
 	sbx_exec_opts o = *base;
 	char *line = NULL;
@@ -67,7 +87,7 @@ static int run_cmd(sbx_sandbox *sb, char **argv, int shell, const sbx_exec_opts 
 	} else {
 		o.argv = (const char *const *)argv;
 	}
-	int code = cli_exec_stdio(sb, &o, in, timed_out);
+	int code = tty ? cli_exec_tty(sb, &o, in, timed_out) : cli_exec_stdio(sb, &o, in, timed_out);
 	free(line);
 	return code;
 }
@@ -77,7 +97,7 @@ int cmd_run(int argc, char **argv)
 	struct spec_flags f;
 	spec_flags_init(&f);
 	sbx_exec_opts eo = SBX_EXEC_OPTS_INIT;
-	int timing = 0, shell = 0, i, code = EXIT_USAGE;
+	int timing = 0, shell = 0, tty = 0, i, code = EXIT_USAGE;
 	enum cli_stdin in = CLI_STDIN_AUTO;
 	for (i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++) {
 		if (cli_is_help(argv[i])) {
@@ -98,8 +118,8 @@ int cmd_run(int argc, char **argv)
 			timing = 1;
 		} else if (!strcmp(argv[i], "--sh")) {
 			shell = 1;
-		} else if (!strcmp(argv[i], "-i") || !strcmp(argv[i], "--interactive")) {
-			in = CLI_STDIN_ALWAYS;
+		} else if (stdio_flag(argv[i], &in, &tty)) {
+			continue;
 		} else {
 			code = cli_usage_error("run", "unknown option %s", argv[i]);
 			goto out;
@@ -131,7 +151,7 @@ int cmd_run(int argc, char **argv)
 	}
 	double t1 = sbx__now_mono();
 	int timed_out = 0;
-	code = run_cmd(sb, argv + i, shell, &eo, in, &timed_out);
+	code = run_cmd(sb, argv + i, shell, &eo, in, tty, &timed_out);
 	double t2 = sbx__now_mono();
 	if (sbx_sandbox_destroy(sb, &err) < 0) {
 		cli_fail("run: destroy", err);
@@ -207,7 +227,7 @@ int cmd_exec(int argc, char **argv)
 {
 	sbx_exec_opts eo = SBX_EXEC_OPTS_INIT;
 	char **env = NULL;
-	int shell = 0, i, code = EXIT_USAGE;
+	int shell = 0, tty = 0, i, code = EXIT_USAGE;
 	enum cli_stdin in = CLI_STDIN_AUTO;
 	for (i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++) {
 		const char *a = argv[i];
@@ -218,8 +238,8 @@ int cmd_exec(int argc, char **argv)
 			goto out;
 		} else if (!strcmp(a, "--sh")) {
 			shell = 1;
-		} else if (!strcmp(a, "-i") || !strcmp(a, "--interactive")) {
-			in = CLI_STDIN_ALWAYS;
+		} else if (stdio_flag(a, &in, &tty)) {
+			continue;
 		} else if (!v) {
 			code = cli_usage_error("exec", "%s needs a value (or is unknown)", a);
 			goto out;
@@ -268,7 +288,7 @@ int cmd_exec(int argc, char **argv)
 		code = cli_fail("exec", err);
 	} else {
 		int timed_out;
-		code = run_cmd(sb, argv + i, shell, &eo, in, &timed_out);
+		code = run_cmd(sb, argv + i, shell, &eo, in, tty, &timed_out);
 		sbx_sandbox_free(sb);
 	}
 	sbx_runtime_free(rt);

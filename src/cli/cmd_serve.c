@@ -8,6 +8,7 @@
 
 #include "../server/serve.h"
 #include "../util/alloc.h"
+#include "../util/config.h"
 #include "../util/fs.h"
 #include "../util/str.h"
 #include "cli.h"
@@ -77,11 +78,11 @@ int cmd_serve(int argc, char **argv)
 	char listen_buf[256] = "127.0.0.1:49999";
 	struct srv_config c = { .access_log = 1, .max_sandboxes = 2000, .max_timeout_s = 86400,
 				.idle_timeout_s = 60, .max_connections = 8192, .max_connections_per_ip = 4096 };
-	const char *state = getenv("SBX_STATE_DIR");
+	const char *state = sbx__env("SBX_STATE_DIR");
 	int rotate = 0, ch;
 	uint64_t u;
-	c.default_template = getenv("SBX_SERVE_DEFAULT_TEMPLATE");
-	c.image_dir = getenv("SBX_IMAGE_DIR");
+	c.default_template = sbx__env("SBX_SERVE_DEFAULT_TEMPLATE");
+	c.image_dir = sbx__env("SBX_IMAGE_DIR");
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (ch) {

@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "util/alloc.h"
+#include "util/config.h"
 #include "util/str.h"
 
 static const char smoke_usage[] =
@@ -79,7 +80,7 @@ int cmd_smoke(int argc, char **argv)
 		{ "force-build", no_argument, NULL, 'f' }, { NULL, 0, NULL, 0 },
 	};
 	const char *connector = NULL, *backend = NULL, *agent = "golden", *task = NULL;
-	const char *tasks_dir = getenv("SBX_TASKS_DIR"), *logs_dir = NULL;
+	const char *tasks_dir = sbx__env("SBX_TASKS_DIR"), *logs_dir = NULL;
 	double max_s = 0;
 	int force = 0;
 	optind = 0;

@@ -58,9 +58,7 @@ struct pump {
 	char buf[CHUNK];
 };
 
-/* Writes all of `p` to one of our own fds, waiting when it was left
- * non-blocking by whoever gave it to us. -1 when the reader is gone. */
-static int write_out(int fd, const char *p, size_t n)
+int cli_write_all(int fd, const char *p, size_t n)
 {
 	while (n) {
 		ssize_t w = write(fd, p, n);
@@ -114,7 +112,7 @@ static int pump_out(struct pump *p, int i)
 	ssize_t n = read(p->out[i], p->buf, CHUNK);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return MOVED_NONE;
-	if (n <= 0 || write_out(to, p->buf, (size_t)n) < 0) {
+	if (n <= 0 || cli_write_all(to, p->buf, (size_t)n) < 0) {
 		close_fd(&p->out[i]);
 		return MOVED_NONE;
 	}
@@ -248,6 +246,15 @@ static void *pump_main(void *arg)
 	return NULL;
 }
 
+void cli_stdio_guard(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		int nfd = fcntl(fd, F_GETFD) < 0 && errno == EBADF ? open("/dev/null", O_RDWR) : fd;
+		if (nfd >= 0 && nfd != fd)
+			close(nfd);
+	}
+}
+
 /* stdout and stderr are one open file (2>&1): one pipe keeps their order. */
 static int same_file(int a, int b)
 {
@@ -255,7 +262,7 @@ static int same_file(int a, int b)
 	return syscall(SYS_kcmp, me, me, KCMP_FILE, a, b) == 0;
 }
 
-static int forward_stdin(enum cli_stdin in)
+int cli_stdin_forwarded(enum cli_stdin in)
 {
 	struct stat st;
 	if (fstat(STDIN_FILENO, &st) < 0)
@@ -289,14 +296,8 @@ int cli_exec_stdio(sbx_sandbox *sb, const sbx_exec_opts *base, enum cli_stdin in
 	p->in_full = 0;
 	p->in_off = p->in_len = p->drained = 0;
 	int theirs[3] = { -1, -1, -1 }; /* stdout, stderr, stdin ends for the command */
-	/* A closed 0, 1 or 2 would be reused by the pipes below, and we
-	 * would pump the command's output into its own stdin. */
-	for (int fd = 0; fd < 3; fd++) {
-		int nfd = fcntl(fd, F_GETFD) < 0 && errno == EBADF ? open("/dev/null", O_RDWR) : fd;
-		if (nfd >= 0 && nfd != fd)
-			close(nfd);
-	}
-	int merged = same_file(STDOUT_FILENO, STDERR_FILENO), fwd = forward_stdin(in), started = 0;
+	cli_stdio_guard();
+	int merged = same_file(STDOUT_FILENO, STDERR_FILENO), fwd = cli_stdin_forwarded(in), started = 0;
 	int code = EXIT_SBX;
 	int ok = make_pipe(&p->out[0], &theirs[0], 0) == 0 &&
 		 (merged || make_pipe(&p->out[1], &theirs[1], 0) == 0) &&

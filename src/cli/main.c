@@ -10,6 +10,7 @@
 #include <sbx/backend.h>
 #include <sbx/sys/provider.h>
 
+#include "util/config.h"
 #include "cli.h"
 
 struct command {
@@ -48,7 +49,8 @@ static void usage(FILE *f)
 		   "  SBX_STATE_DIR   runtime state (default /run/sbx)\n"
 		   "  SBX_IMAGE_DIR   image store (default /var/lib/sbx/images)\n"
 		   "  SBX_BACKEND     default backend (%s); see 'sbx doctor'\n"
-		   "  SBX_LOG         error|warn|info|debug: library log on stderr (default warn)\n\n"
+		   "  SBX_LOG         error|warn|info|debug: library log on stderr (default warn)\n"
+		   "  'sbx help env' lists every variable sbx reads.\n\n"
 		   "exit codes:\n"
 		   "  0    success\n"
 		   "  1    the operation failed\n"
@@ -133,7 +135,7 @@ static void log_stderr(sbx_log_level level, const char *msg, void *payload)
  * (secrets are redacted before any line reaches us). Default: warn. */
 static sbx_log_level log_level(void)
 {
-	const char *v = getenv("SBX_LOG");
+	const char *v = sbx__env("SBX_LOG");
 	if (!v || !*v || !strcmp(v, "warn"))
 		return SBX_LOG_WARN;
 	if (!strcmp(v, "debug"))
@@ -175,6 +177,8 @@ int main(int argc, char **argv)
 		printf("sbx %s\n", sbx_version_string());
 		return EXIT_OK;
 	}
+	if (strcmp(argv[1], "help") == 0 && argc > 2 && strcmp(argv[2], "env") == 0)
+		return cmd_help_env(argc - 2, argv + 2);
 	static char help_flag[] = "--help";
 	char *hargv[] = { argv[argc > 2 ? 2 : 1], help_flag, NULL };
 	if (strcmp(argv[1], "help") == 0 && argc > 2) {

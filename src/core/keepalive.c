@@ -17,6 +17,7 @@
 #include <sbx/sys/provider.h>
 
 #include "../util/alloc.h"
+#include "../util/config.h"
 #include "../util/fs.h"
 #include "../util/log.h"
 #include "runtime_int.h"
@@ -43,7 +44,7 @@ struct sbx_keepalive {
 static double interval(unsigned ttl)
 {
 	double env = 0;
-	const char *v = getenv("SBX_KEEPALIVE_INTERVAL_S");
+	const char *v = sbx__env("SBX_KEEPALIVE_INTERVAL_S");
 	if (v && *v)
 		env = strtod(v, NULL);
 	return env > 0 ? env : (double)ttl / 6.0;

@@ -34,6 +34,19 @@ static int check_path(const char *path, const char *what, sbx_error **err)
 	return 0;
 }
 
+int sbx__exec_check_tty(const sbx_provider_ops *ops, const sbx_exec_opts *o, sbx_error **err)
+{
+	if (!o->tty)
+		return 0;
+	if (!(ops->features & SBX_PROVIDER_TTY))
+		return sbx_error_set(err, -ENOSYS, "%s: exec option tty (a terminal) is not supported",
+				     ops->name);
+	if (o->tty_rows > 65535 || o->tty_cols > 65535)
+		return sbx_error_set(err, -EINVAL, "exec: terminal size %ux%u is too large", o->tty_rows,
+				     o->tty_cols);
+	return 0;
+}
+
 int sbx_process_start(sbx_process **out, sbx_sandbox *sb, const sbx_exec_opts *opts, int keep_stdin,
 		      sbx_error **err)
 {
@@ -46,14 +59,21 @@ int sbx_process_start(sbx_process **out, sbx_sandbox *sb, const sbx_exec_opts *o
 		return sbx_error_set(err, -EINVAL, "process: give exactly one of argv and shell");
 	if (opts->cwd && opts->cwd[0] != '/')
 		return sbx_error_set(err, -EINVAL, "process: cwd '%s' must be absolute", opts->cwd);
+	int r = sbx__exec_check_tty(ops, opts, err);
+	if (r < 0)
+		return r;
 	sbx_process *p = xcalloc(1, sizeof(*p));
 	p->ops = ops;
-	p->fds = (struct sbx_process_fds){ .out_fd = -1, .err_fd = -1, .in_fd = -1, .status_fd = -1 };
-	int r = ops->process_start(&p->impl, &p->fds, sbx__sandbox_impl(sb), opts, keep_stdin, err);
+	p->fds = (struct sbx_process_fds){ .out_fd = -1, .err_fd = -1, .in_fd = -1, .status_fd = -1,
+					   .tty_fd = -1 };
+	r = ops->process_start(&p->impl, &p->fds, sbx__sandbox_impl(sb), opts, keep_stdin, err);
 	if (r < 0) {
 		free(p);
 		return r;
 	}
+	/* A provider that fills the struct whole without knowing the field. */
+	if (!opts->tty)
+		p->fds.tty_fd = -1;
 	*out = p;
 	return 0;
 }
@@ -71,6 +91,11 @@ int sbx_process_stdout_fd(const sbx_process *p)
 int sbx_process_stderr_fd(const sbx_process *p)
 {
 	return p->fds.err_fd;
+}
+
+int sbx_process_tty_fd(const sbx_process *p)
+{
+	return p->fds.tty_fd;
 }
 
 int sbx_process_stdin_fd(const sbx_process *p)

@@ -14,6 +14,7 @@
 #include <sbx/version.h>
 
 #include "../util/alloc.h"
+#include "../util/config.h"
 #include "../util/fs.h"
 #include "../util/log.h"
 #include "../util/str.h"
@@ -28,7 +29,7 @@ static const char *pick(const char *opt, const char *env, const char *def)
 {
 	if (opt && *opt)
 		return opt;
-	const char *e = getenv(env);
+	const char *e = sbx__env_dyn(env);
 	return e && *e ? e : def;
 }
 
@@ -130,7 +131,7 @@ static unsigned create_concurrency(const char *provider)
 		*p = (char)toupper((unsigned char)*p);
 	const char *names[] = { "SBX_CREATE_CONCURRENCY", var };
 	for (size_t i = 0; i < 2; i++) {
-		const char *v = getenv(names[i]);
+		const char *v = sbx__env_dyn(names[i]);
 		uint64_t n;
 		if (v && sbx__parse_u64(&n, v) == 0 && n > 0 && n < 100000)
 			return (unsigned)n;

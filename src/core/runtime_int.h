@@ -47,6 +47,9 @@ struct sbx_sem *sbx__runtime_sem(sbx_runtime *rt, const sbx_provider_ops *ops);
 sbx_sandbox *sbx__sandbox_wrap(sbx_runtime *rt, const sbx_provider_ops *ops, void *impl, char *id);
 /* sandbox.c: argument checks shared by every create entry point. */
 int sbx__sandbox_check_opts(const sbx_sandbox_opts *o, sbx_error **err);
+/* process.c: the tty fields of exec opts against what the provider can do
+ * (-ENOSYS naming the provider, -EINVAL for a size past 65535). */
+int sbx__exec_check_tty(const sbx_provider_ops *ops, const sbx_exec_opts *o, sbx_error **err);
 /* Provider access for core helpers (keepalive). */
 const sbx_provider_ops *sbx__sandbox_ops(const sbx_sandbox *sb);
 void *sbx__sandbox_impl(const sbx_sandbox *sb);

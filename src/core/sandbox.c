@@ -180,6 +180,8 @@ int sbx_sandbox_exec(sbx_exec_result *out, sbx_sandbox *sb, const sbx_exec_opts 
 	if (opts->cwd && opts->cwd[0] != '/')
 		return sbx_error_set(err, -EINVAL, "exec: cwd '%s' must be absolute", opts->cwd);
 	int r = check_kv(opts->env, "exec env", err);
+	if (r == 0)
+		r = sbx__exec_check_tty(sb->ops, opts, err);
 	if (r < 0)
 		return r;
 	if (sb->destroyed)

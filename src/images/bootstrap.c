@@ -21,6 +21,7 @@
 #include "util/alloc.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
+#include "util/config.h"
 #include "util/fs.h"
 #include "util/str.h"
 #include "store.h"
@@ -44,7 +45,7 @@ static bool word_ok(const char *s, const char *extra)
 /* debootstrap in PATH, or in the sbin directories PATH often lacks. Owned or NULL. */
 static char *find_debootstrap(void)
 {
-	const char *env = getenv("PATH");
+	const char *env = sbx__env("PATH");
 	_cleanup_free_ char *path = xasprintf("%s:/usr/sbin:/sbin", env && *env ? env : "/usr/bin:/bin");
 	char *save = NULL;
 	for (char *d = strtok_r(path, ":", &save); d; d = strtok_r(NULL, ":", &save)) {

@@ -19,6 +19,7 @@
 #include "util/alloc.h"
 #include "util/base64.h"
 #include "util/cleanup.h"
+#include "util/config.h"
 #include "util/fs.h"
 #include "util/log.h"
 #include "util/str.h"
@@ -58,7 +59,7 @@ bool sbx__registry_host_is_loopback(const char *host)
 /* Is HOSTPORT in SBX_INSECURE_REGISTRIES (entries "host:port", or "host" for any port)? */
 static bool listed_insecure(const char *hostport, const char *host)
 {
-	const char *list = getenv("SBX_INSECURE_REGISTRIES");
+	const char *list = sbx__env("SBX_INSECURE_REGISTRIES");
 	for (const char *p = list; p && *p;) {
 		size_t n = strcspn(p, ", ");
 		if (n && ((strlen(hostport) == n && strncasecmp(p, hostport, n) == 0) ||
@@ -79,7 +80,7 @@ bool sbx__registry_plain_allowed(const char *hostport)
 /* The URL SBX_REGISTRY_MIRROR maps REGISTRY to ("docker.io=http://127.0.0.1:5000,..."). */
 static char *mirror_for(const char *registry)
 {
-	const char *list = getenv("SBX_REGISTRY_MIRROR");
+	const char *list = sbx__env("SBX_REGISTRY_MIRROR");
 	for (const char *p = list; p && *p;) {
 		size_t n = strcspn(p, ",");
 		const char *eq = memchr(p, '=', n);
@@ -219,7 +220,7 @@ static int take_entry(struct sbx_registry *c, json_t *entry, const char *path, s
 
 int sbx__registry_load_credentials(struct sbx_registry *c, bool hub, sbx_error **err)
 {
-	const char *env = getenv("SBX_REGISTRY_AUTH_FILE");
+	const char *env = sbx__env("SBX_REGISTRY_AUTH_FILE");
 	_cleanup_free_ char *path = NULL;
 	if (env && *env) {
 		path = xstrdup(env);
@@ -227,7 +228,7 @@ int sbx__registry_load_credentials(struct sbx_registry *c, bool hub, sbx_error *
 			return sbx_error_setsys(err, errno == ENOENT ? -ENOENT : -EACCES, errno,
 						"SBX_REGISTRY_AUTH_FILE %s", path);
 	} else {
-		const char *home = getenv("HOME");
+		const char *home = sbx__env("HOME");
 		if (!home || !*home)
 			return 0;
 		path = xasprintf("%s/.docker/config.json", home);

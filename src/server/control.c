@@ -17,6 +17,7 @@
 
 #include "../util/alloc.h"
 #include "../util/cleanup.h"
+#include "../util/config.h"
 #include "../util/fs.h"
 #include "../util/str.h"
 #include "server_int.h"
@@ -94,7 +95,7 @@ static unsigned memory_mb(const struct server *srv)
 {
 	if (srv->cfg.memory_mb)
 		return srv->cfg.memory_mb;
-	const char *v = getenv("SBX_DEFAULT_MEMORY");
+	const char *v = sbx__env("SBX_DEFAULT_MEMORY");
 	uint64_t bytes;
 	if (v && *v && sbx__parse_size(&bytes, v) == 0) {
 		if (strspn(v, "0123456789") == strlen(v))

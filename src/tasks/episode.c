@@ -21,6 +21,7 @@
 #include "tasks/task_int.h"
 #include "util/alloc.h"
 #include "util/cleanup.h"
+#include "util/config.h"
 #include "util/fs.h"
 #include "util/str.h"
 
@@ -45,7 +46,7 @@ double sbx__episode_default_max_s(void)
 {
 	const char *vars[] = { "SBX_MAX_EPISODE_S", "OPENENV_MAX_ROLLOUT_TIME_SECONDS" };
 	for (size_t i = 0; i < SBX_ARRAY_SIZE(vars); i++) {
-		const char *v = getenv(vars[i]);
+		const char *v = sbx__env_dyn(vars[i]);
 		double d;
 		if (v && *v && sbx__parse_duration(&d, v) == 0 && d > 0)
 			return d;

@@ -24,6 +24,7 @@
 #include "tasks/toml.h"
 #include "util/alloc.h"
 #include "util/cleanup.h"
+#include "util/config.h"
 #include "util/fs.h"
 #include "util/str.h"
 
@@ -229,7 +230,7 @@ int sbx__task_expand_env(char **out, const char *in, char **missing_out)
 			if (sep)
 				def = sep + 2;
 			_cleanup_free_ char *var = xstrndup(name, nlen);
-			const char *val = nlen ? getenv(var) : NULL;
+			const char *val = nlen ? sbx__env_user(var) : NULL;
 			if (val && (!sep || *val)) {
 				sub = xstrdup(val);
 			} else if (def) {

@@ -29,6 +29,7 @@
 #include "images/store.h"
 #include "util/alloc.h"
 #include "util/cleanup.h"
+#include "util/config.h"
 #include "util/fs.h"
 #include "util/str.h"
 #include "build_int.h"
@@ -403,7 +404,7 @@ static int prepare(struct build *b, sbx_runtime *rt, const sbx_build_opts *o, sb
 	b->build_args = xcalloc(1, sizeof(char *));
 	for (size_t i = 0; o->build_args && o->build_args[i]; i++) {
 		const char *a = o->build_args[i];
-		const char *val = strchr(a, '=') ? NULL : getenv(a);
+		const char *val = strchr(a, '=') ? NULL : sbx__env_user(a);
 		if (strchr(a, '='))
 			sbx__strv_setenv(&b->build_args, a);
 		else if (val) {

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* exec: status, streams, stdin, env, cwd, user, timeouts, threads. */
+/* exec: status, streams, stdin, env, cwd, user, timeouts, threads, terminals. */
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -332,4 +335,81 @@ Test(exec, bad_requests_are_clear_errors)
 	sbx_sandbox *gone = NULL;
 	cr_assert_eq(sbx_sandbox_open(&gone, rt, NULL, "000000000000", &err), -ENOENT);
 	sbx_error_free(err);
+}
+
+Test(exec, on_a_terminal)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	/* Its output is stdout, stderr included; stdin_data is typed in. */
+	o.shell = "tty; stty size; echo to-stderr >&2; read x; echo got:$x; exit 3";
+	o.tty = 1;
+	o.tty_rows = 40;
+	o.tty_cols = 100;
+	o.stdin_data = "typed\n";
+	o.stdin_len = 6;
+	sbx_exec_result r = run(sb, &o);
+	cr_assert_eq(r.exit_code, 3, "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "/dev/pts/"), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "40 100\r\n"), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "to-stderr"), "%s", r.out);
+	cr_expect_not_null(strstr(r.out, "got:typed"), "%s", r.out);
+	cr_expect_eq(r.err_len, 0, "%s", r.err);
+	sbx_exec_result_free(&r);
+	o = (sbx_exec_opts)SBX_EXEC_OPTS_INIT;
+	o.shell = "stty size";
+	o.tty = 1;
+	r = run(sb, &o);
+	cr_expect_str_eq(r.out, "24 80\r\n", "the default size");
+	sbx_exec_result_free(&r);
+	destroy(sb);
+}
+
+/* Reads the master until `want` shows up (bounded by the test's timeout). */
+static void read_until(int m, const char *want, char *buf, size_t cap)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	while (!strstr(buf, want)) {
+		struct pollfd pf = { .fd = m, .events = POLLIN };
+		cr_assert_geq(poll(&pf, 1, -1), 0);
+		ssize_t k = read(m, buf + n, cap - 1 - n);
+		cr_assert_gt(k, 0, "terminal closed before '%s': %s", want, buf);
+		n += (size_t)k;
+		buf[n] = '\0';
+	}
+}
+
+Test(exec, process_on_a_terminal)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.shell = "echo READY; read a; stty size; read b; exit 4";
+	o.tty = 1;
+	sbx_process *p = NULL;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_process_start(&p, sb, &o, 0, &err), 0, "%s", err ? err->msg : "?");
+	int m = sbx_process_tty_fd(p);
+	cr_assert_geq(m, 0);
+	cr_expect_eq(sbx_process_stdout_fd(p), -1);
+	cr_expect_eq(sbx_process_stdin_fd(p), -1);
+	char buf[4096];
+	read_until(m, "READY", buf, sizeof(buf));
+	struct winsize ws = { .ws_row = 10, .ws_col = 20 };
+	cr_assert_eq(ioctl(m, TIOCSWINSZ, &ws), 0);
+	cr_assert_eq(write(m, "go\n", 3), 3);
+	read_until(m, "10 20", buf, sizeof(buf));
+	cr_assert_eq(write(m, "x\n", 2), 2);
+	int st = 0, to = 0;
+	cr_assert_eq(sbx_process_poll(p, &st, &to, 1, &err), 1);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 4, "status %d", st);
+	sbx_process_free(p);
+	/* Without tty: no master. */
+	o.tty = 0;
+	o.shell = "true";
+	cr_assert_eq(sbx_process_start(&p, sb, &o, 0, &err), 0, "%s", err ? err->msg : "?");
+	cr_expect_eq(sbx_process_tty_fd(p), -1);
+	cr_assert_eq(sbx_process_poll(p, &st, &to, 1, &err), 1);
+	sbx_process_free(p);
+	destroy(sb);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
@@ -128,6 +129,15 @@ int main(int argc, char **argv)
 		while (out && (n = read(fd, buf, sizeof(buf))) > 0)
 			fwrite(buf, 1, (size_t)n, out);
 		return report("reopen", out ? fclose(out) : -1);
+	}
+	if (!strcmp(c, "sti") && argc > 3) {
+		/* sti N TEXT: pushes TEXT into the input of the terminal on fd
+		 * N (TIOCSTI), as if typed there: on a host terminal, the host
+		 * shell would run it after we exit. */
+		long r = 0;
+		for (const char *p = argv[3]; *p && r == 0; p++)
+			r = ioctl((int)strtol(argv[2], NULL, 10), TIOCSTI, p);
+		return report("sti", r);
 	}
 	if (!strcmp(c, "euid")) {
 		printf("euid %u\n", (unsigned)geteuid());

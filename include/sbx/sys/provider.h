@@ -27,7 +27,11 @@ struct sbx_process_fds {
 	int err_fd;     /**< stderr read end or -1 */
 	int in_fd;      /**< stdin write end or -1 */
 	int status_fd;  /**< readable when the exit status can be collected */
+	int tty_fd;     /**< the terminal's master with opts->tty, else -1 */
 };
+
+/** sbx_provider_ops.features: the provider runs commands on a terminal (opts->tty). */
+#define SBX_PROVIDER_TTY 1u
 
 /* ---- the provider's description ------------------------------------------ */
 
@@ -214,6 +218,8 @@ typedef struct sbx_provider_ops {
 	/** -EALREADY when already in that state. */
 	int (*pause)(void *sb, sbx_error **err);
 	int (*resume)(void *sb, sbx_error **err);
+	/** SBX_PROVIDER_* flags: options the core refuses (-ENOSYS) unless set. */
+	unsigned features;
 } sbx_provider_ops;
 
 

@@ -14,6 +14,7 @@
 
 #include "../../util/alloc.h"
 #include "../../util/cleanup.h"
+#include "../../util/config.h"
 #include "../../util/str.h"
 #include "e2b_int.h"
 
@@ -27,7 +28,7 @@ static const char *env_or(const char *(*get)(const char *), const char *a, const
 
 static const char *plain_getenv(const char *name)
 {
-	return getenv(name);
+	return sbx__env_dyn(name);
 }
 
 static char *strip_slash(const char *s)

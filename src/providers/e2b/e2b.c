@@ -16,6 +16,7 @@
 
 #include "../../util/alloc.h"
 #include "../../util/cleanup.h"
+#include "../../util/config.h"
 #include "../../util/fs.h"
 #include "../../util/str.h"
 #include "e2b_int.h"
@@ -41,7 +42,7 @@ static unsigned default_ttl(void)
 {
 	const char *vars[] = { "SBX_SANDBOX_TTL_S", "OPENENV_E2B_SANDBOX_TTL_S" };
 	for (size_t i = 0; i < SBX_ARRAY_SIZE(vars); i++) {
-		const char *v = getenv(vars[i]);
+		const char *v = sbx__env_dyn(vars[i]);
 		uint64_t n;
 		if (v && sbx__parse_u64(&n, v) == 0 && n > 0 && n <= NEVER_TTL_S)
 			return (unsigned)n;

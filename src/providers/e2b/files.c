@@ -21,6 +21,7 @@
 
 #include "../../util/alloc.h"
 #include "../../util/cleanup.h"
+#include "../../util/config.h"
 #include "../../util/fs.h"
 #include "../../util/http.h"
 #include "../../util/str.h"
@@ -165,7 +166,7 @@ int sbx__e2b_read(void **data_out, size_t *len_out, struct e2b_sb *sb, const cha
 
 static int tmpfile_fd(sbx_error **err)
 {
-	const char *d = getenv("TMPDIR");
+	const char *d = sbx__env("TMPDIR");
 	int fd = open(d && *d ? d : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return sbx_error_setsys(err, -errno, errno, "e2b: temporary file");

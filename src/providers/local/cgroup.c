@@ -21,6 +21,7 @@
 
 #include "../../util/alloc.h"
 #include "../../util/cleanup.h"
+#include "../../util/config.h"
 #include "../../util/fs.h"
 #include "../../util/str.h"
 #include "local_int.h"
@@ -94,7 +95,7 @@ static int write_str(const char *dir, const char *file, const char *val)
  * the CLI, or parallel tests) never mistake each other's groups for orphans. */
 static char *parent_name(const char *state_dir)
 {
-	const char *env = getenv("SBX_CGROUP_PARENT");
+	const char *env = sbx__env("SBX_CGROUP_PARENT");
 	if (env && *env)
 		return xstrdup(env);
 	uint32_t h = 2166136261u;
@@ -107,7 +108,7 @@ int sbx__cg_detect(struct cg_layout *cg, const char *state_dir, sbx_error **err)
 {
 	memset(cg, 0, sizeof(*cg));
 	cg->parent = parent_name(state_dir);
-	const char *want = getenv("SBX_CGROUP");
+	const char *want = sbx__env("SBX_CGROUP");
 	char *v1[CG_N] = { 0 }, *v2 = NULL, *freezer = NULL;
 	scan_mounts(v1, &v2, &freezer);
 	enum cg_mode mode = CG_NONE;
@@ -186,7 +187,7 @@ static pthread_once_t default_memory_once = PTHREAD_ONCE_INIT;
 
 static void default_memory_init(void)
 {
-	const char *v = getenv("SBX_DEFAULT_MEMORY");
+	const char *v = sbx__env("SBX_DEFAULT_MEMORY");
 	uint64_t bytes;
 	if (v && *v && sbx__parse_size(&bytes, v) == 0) {
 		if (strspn(v, "0123456789") == strlen(v))

@@ -81,14 +81,17 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 	int r = sbx__local_proc_start(&p, &fds, sb, o, 0, 1, &start_exit, msg, sizeof(msg), err);
 	if (r < 0)
 		return r;
-	struct stream so = { .fd = fds.out_fd, .which = 1 }, se = { .fd = fds.err_fd, .which = 2 };
+	/* On a terminal, its output is stdout and stdin_data is typed into it. */
+	int tty = fds.tty_fd >= 0;
+	struct stream so = { .fd = tty ? fds.tty_fd : fds.out_fd, .which = 1 }, se = { .fd = fds.err_fd, .which = 2 };
 	sbx__buf_init(&so.buf, max);
 	sbx__buf_init(&se.buf, max);
-	int in_w = fds.in_fd;
+	int in_w = tty && o->stdin_data ? fds.tty_fd : fds.in_fd;
 	const char *in_data = o->stdin_data;
 	size_t in_left = o->stdin_data ? o->stdin_len : 0;
 	if (in_w >= 0 && in_left == 0) {
-		shutdown(in_w, SHUT_WR);
+		if (!tty)
+			shutdown(in_w, SHUT_WR);
 		in_w = -1;
 	}
 	int exited = 0, status = 0, timed_out = 0;
@@ -133,14 +136,15 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 		if (ei >= 0 && pf[ei].revents)
 			pump(&se, o, max);
 		if (ii >= 0 && pf[ii].revents) {
-			ssize_t w = send(in_w, in_data, in_left > 65536 ? 65536 : in_left,
-					 MSG_NOSIGNAL | MSG_DONTWAIT);
+			size_t len = in_left > 65536 ? 65536 : in_left;
+			ssize_t w = tty ? write(in_w, in_data, len) : send(in_w, in_data, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (w > 0) {
 				in_data += w;
 				in_left -= (size_t)w;
 			}
 			if (in_left == 0 || (w < 0 && errno != EAGAIN && errno != EINTR)) {
-				shutdown(in_w, SHUT_WR);
+				if (!tty)
+					shutdown(in_w, SHUT_WR);
 				in_w = -1;
 			}
 		}

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "../../util/cleanup.h"
+#include "../../util/config.h"
 #include "../../util/fs.h"
 #include "../../util/log.h"
 #include "local_int.h"
@@ -85,7 +86,7 @@ static int subid_range(const char *path, uint32_t *start, uint32_t *count)
 
 int sbx__idmap_range(uint32_t *start, uint32_t *count, sbx_error **err)
 {
-	const char *v = getenv("SBX_USERNS_RANGE");
+	const char *v = sbx__env("SBX_USERNS_RANGE");
 	if (v && *v) {
 		if (parse_range(v, start, count) < 0)
 			return sbx_error_set(err, -EINVAL,
@@ -110,7 +111,7 @@ int sbx__idmap_range(uint32_t *start, uint32_t *count, sbx_error **err)
 
 static const char *lock_dir(void)
 {
-	const char *v = getenv("SBX_USERNS_LOCK_DIR");
+	const char *v = sbx__env("SBX_USERNS_LOCK_DIR");
 	return v && *v ? v : DEFAULT_LOCK_DIR;
 }
 

@@ -666,4 +666,5 @@ const sbx_provider_ops sbx_provider_local = {
 	.path_fd = l_path_fd,
 	.pause = l_pause,
 	.resume = l_resume,
+	.features = SBX_PROVIDER_TTY,
 };

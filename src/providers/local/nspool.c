@@ -41,6 +41,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../../util/config.h"
 #include "../../util/log.h"
 #include "local_int.h"
 
@@ -152,7 +153,7 @@ void sbx__nspool_init(struct sbx_nspool *p)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* timed waits below use it */
 	pthread_cond_init(&p->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	const char *v = getenv("SBX_NS_POOL");
+	const char *v = sbx__env("SBX_NS_POOL");
 	long t = v && *v ? strtol(v, NULL, 10) : 2;
 	p->target = t < 0 ? 0 : t > POOL_MAX ? POOL_MAX : (unsigned)t;
 	p->items = calloc(POOL_MAX, sizeof(*p->items));

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -28,6 +29,7 @@ struct local_proc {
 	struct local_sb *sb;
 	int conn;
 	int out_r, err_r, in_w;
+	int tty_m;      /* the terminal's master (opts->tty), or -1 */
 	int exited;
 };
 
@@ -52,6 +54,10 @@ static int build_request(struct sbx_msg *m, const sbx_exec_opts *o, int quiet)
 	if (o->timeout_s > 0) {
 		uint64_t ms = (uint64_t)(o->timeout_s * 1000.0);
 		sbx__msg_add_u64(m, T_TIMEOUT_MS, ms ? ms : 1);
+	}
+	if (o->tty) {
+		uint64_t rows = o->tty_rows ? o->tty_rows : 24, cols = o->tty_cols ? o->tty_cols : 80;
+		sbx__msg_add_u64(m, T_TTY, rows << 16 | cols);
 	}
 	return m->overflow ? -E2BIG : 0;
 }
@@ -81,7 +87,7 @@ void sbx__local_proc_free(struct local_proc *p, int kill)
 		return;
 	if (p->conn >= 0 && !kill && !p->exited)
 		sbx__msg_send_simple(p->conn, M_DETACH, NULL, 0);
-	int fds[] = { p->conn, p->out_r, p->err_r, p->in_w };
+	int fds[] = { p->conn, p->out_r, p->err_r, p->in_w, p->tty_m };
 	for (size_t i = 0; i < SBX_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -114,6 +120,16 @@ static void give_pipes_to_root_inside(struct local_sb *sb, const int child[3], c
 	}
 }
 
+/* What a sandbox sends as its terminal must be one: the master side of a
+ * devpts instance (ptmx's device number), which we only read, write and
+ * resize. Any other file (a host path it holds, a FIFO) is refused. */
+static int is_pty_master(int fd)
+{
+	struct stat st;
+	struct statfs fs;
+	return fd >= 0 && fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(5, 2) &&
+	       fstatfs(fd, &fs) == 0 && fs.f_type == DEVPTS_SUPER_MAGIC;
+}
 
 int sbx__local_proc_start(struct local_proc **out, struct sbx_process_fds *fds, struct local_sb *sb,
 			  const sbx_exec_opts *o, int keep_stdin, int quiet, int *start_exit, char *start_msg,
@@ -132,11 +148,15 @@ int sbx__local_proc_start(struct local_proc **out, struct sbx_process_fds *fds, 
 			return sbx_error_set(err, -E2BIG, "exec: argv and env exceed %u bytes", SBX_MSG_MAX);
 	}
 	struct local_proc *p = xcalloc(1, sizeof(*p));
-	*p = (struct local_proc){ .sb = sb, .conn = -1, .out_r = -1, .err_r = -1, .in_w = -1 };
+	*p = (struct local_proc){ .sb = sb, .conn = -1, .out_r = -1, .err_r = -1, .in_w = -1, .tty_m = -1 };
 	int child[3] = { -1, -1, -1 };
-	int r = 0;
+	int r = 0, nchild = o->tty ? 0 : 3;
 	*start_exit = 0;
-	if (o->stdin_fd >= 0) {
+	/* The master comes with M_STARTED. */
+	quiet = quiet && !o->tty;
+	if (o->tty) {
+		/* init makes the terminal: nothing of ours enters. */
+	} else if (o->stdin_fd >= 0) {
 		child[0] = fcntl(o->stdin_fd, F_DUPFD_CLOEXEC, 3);
 	} else if (o->stdin_data || keep_stdin) {
 		/* A socket, not a pipe: send(MSG_NOSIGNAL) cannot raise SIGPIPE in
@@ -159,7 +179,7 @@ int sbx__local_proc_start(struct local_proc **out, struct sbx_process_fds *fds, 
 	}
 	int given[2] = { o->stdout_fd, o->stderr_fd };
 	int *mine[2] = { &p->out_r, &p->err_r };
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < nchild - 1; i++) {
 		if (given[i] >= 0) {
 			child[i + 1] = fcntl(given[i], F_DUPFD_CLOEXEC, 3);
 			continue;
@@ -171,15 +191,16 @@ int sbx__local_proc_start(struct local_proc **out, struct sbx_process_fds *fds, 
 		child[i + 1] = pp[1];
 		fcntl(pp[0], F_SETFL, O_NONBLOCK);
 	}
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < nchild; i++)
 		if (child[i] < 0)
 			goto sys_fail;
 	int made[3] = { o->stdin_fd >= 0 && o->fds_are_private, o->stdout_fd < 0 || o->fds_are_private,
 			o->stderr_fd < 0 || o->fds_are_private };
-	give_pipes_to_root_inside(sb, child, made);
+	if (nchild)
+		give_pipes_to_root_inside(sb, child, made);
 	if ((r = sbx__local_connect(sb, &p->conn, err)) < 0)
 		goto out;
-	r = sbx__msg_send(p->conn, &m, child, 3);
+	r = sbx__msg_send(p->conn, &m, child, nchild);
 	if (r < 0) {
 		r = sbx_error_setsys(err, r, -r, "send exec to sandbox %s", sb->id);
 		goto out;
@@ -192,14 +213,16 @@ int sbx__local_proc_start(struct local_proc **out, struct sbx_process_fds *fds, 
 		/* M_ERROR or M_EXITED arrive on the status fd (proc_poll). */
 		fcntl(p->conn, F_SETFL, O_NONBLOCK);
 		*fds = (struct sbx_process_fds){ .pid = 0, .out_fd = p->out_r, .err_fd = p->err_r,
-						 .in_fd = p->in_w, .status_fd = p->conn };
+						 .in_fd = p->in_w, .status_fd = p->conn, .tty_fd = -1 };
 		*out = steal_ptr(&p);
 		return 0;
 	}
 	char buf[2048];
-	int rfds[SBX_MSG_MAX_FDS], nr = 0;
+	int rfds[SBX_MSG_MAX_FDS], nr = 0, k = 0;
 	long n = sbx__msg_recv(p->conn, buf, sizeof(buf), rfds, &nr);
-	for (int i = 0; i < nr; i++)
+	if (n > 0 && o->tty && nr == 1 && sbx__msg_type(buf) == M_STARTED)
+		p->tty_m = rfds[k++];
+	for (int i = k; i < nr; i++)
 		close(rfds[i]);
 	if (n <= 0) {
 		r = sbx_error_set(err, -ESRCH, "exec: sandbox %s went away", sb->id);
@@ -226,9 +249,15 @@ int sbx__local_proc_start(struct local_proc **out, struct sbx_process_fds *fds, 
 		r = sbx_error_set(err, -EPROTO, "exec: unexpected reply %u from sandbox %s", type, sb->id);
 		goto out;
 	}
+	if (o->tty && !is_pty_master(p->tty_m)) {
+		r = sbx_error_set(err, -EPROTO, "exec: sandbox %s sent no terminal", sb->id);
+		goto out;
+	}
 	fcntl(p->conn, F_SETFL, O_NONBLOCK);
+	if (p->tty_m >= 0)
+		fcntl(p->tty_m, F_SETFL, O_NONBLOCK);
 	*fds = (struct sbx_process_fds){ .pid = (pid_t)0, .out_fd = p->out_r, .err_fd = p->err_r,
-					 .in_fd = p->in_w, .status_fd = p->conn };
+					 .in_fd = p->in_w, .status_fd = p->conn, .tty_fd = p->tty_m };
 	{
 		size_t off = 0;
 		uint16_t tag;

@@ -21,8 +21,9 @@ enum sbx_msg_type {
 	M_SETUP = 1,  /* host -> init at birth: rootfs and policy; fds: ctl listener, pids cg dir */
 	M_READY,      /* init -> host: setup done */
 	M_ERROR,      /* any reply: T_ERRNO + T_MSG */
-	M_EXEC,       /* host -> init: run a command; fds: stdin, stdout, stderr */
-	M_STARTED,    /* init -> host: T_PID (not sent for a T_QUIET exec) */
+	M_EXEC,       /* host -> init: run a command; fds: stdin, stdout, stderr (none with T_TTY) */
+	M_STARTED,    /* init -> host: T_PID (not sent for a T_QUIET exec); fd: with T_TTY
+	                 the terminal's master */
 	M_EXITED,     /* init -> host: T_STATUS (wait status), T_TIMED_OUT */
 	M_SIGNAL,     /* host -> init, on an exec connection: T_SIGNAL */
 	M_ROOTFD,     /* host -> init: send an O_PATH fd of the sandbox root */
@@ -49,6 +50,7 @@ enum sbx_msg_tag {
 	                 (v1 CPU quota; init stays outside it) */
 	T_VOLATILE,   /* M_SETUP: the upper dir is a throwaway scratch layer:
 	                 mount the overlay `volatile` (no syncs into it) */
+	T_TTY,        /* M_EXEC: run on a terminal made inside; u64 rows << 16 | cols */
 };
 
 struct sbx_msg {

@@ -38,6 +38,7 @@
 
 #include "../../util/alloc.h"
 #include "../../util/cleanup.h"
+#include "../../util/config.h"
 #include "../../util/fs.h"
 #include "../../util/log.h"
 #include "../../util/str.h"
@@ -78,7 +79,7 @@ static int run_mkfs(const char *img, sbx_error **err)
 
 static uint64_t image_size(const char *root)
 {
-	const char *v = getenv("SBX_SCRATCH_SIZE");
+	const char *v = sbx__env("SBX_SCRATCH_SIZE");
 	uint64_t bytes = 0;
 	if (v && *v && sbx__parse_size(&bytes, v) == 0)
 		return bytes;
@@ -200,7 +201,7 @@ static int prepare_root(const char *root, sbx_error **err)
 
 static char *root_dir(void)
 {
-	const char *v = getenv("SBX_SCRATCH_DIR");
+	const char *v = sbx__env("SBX_SCRATCH_DIR");
 	return xstrdup(v && *v ? v : DEFAULT_ROOT);
 }
 
@@ -215,7 +216,7 @@ static void key_of(char out[17], const char *state)
 
 static void scratch_open_once(struct sbx_scratch *s)
 {
-	const char *want = getenv("SBX_SCRATCH");
+	const char *want = sbx__env("SBX_SCRATCH");
 	s->mode = SCRATCH_TMPFS;
 	if (want && strcmp(want, "tmpfs") == 0)
 		return;
@@ -277,7 +278,7 @@ int sbx__scratch_mode(struct sbx_scratch *s, sbx_scratch_kind want, sbx_error **
 	ensure_open(s);
 	if (s->mode == SCRATCH_DISK)
 		return SCRATCH_DISK;
-	const char *env = getenv("SBX_SCRATCH");
+	const char *env = sbx__env("SBX_SCRATCH");
 	if (want == SBX_SCRATCH_DISK || (env && strcmp(env, "disk") == 0))
 		return sbx_error_set(err, s->failed ? s->failed : -ENOTSUP,
 				     "%s (the writable layer on disk was asked for; SBX_SCRATCH=tmpfs keeps it in memory)",

@@ -187,3 +187,28 @@ Test(core_sandbox, network_names)
 	cr_assert_str_eq(sbx_network_name(n), "host");
 	cr_assert_eq(sbx_network_parse(&n, "bridge"), -EINVAL);
 }
+
+Test(core_sandbox, a_terminal_needs_a_provider_that_has_them)
+{
+	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
+	o.image = "busybox";
+	sbx_sandbox *sb = NULL;
+	cr_assert_eq(sbx_sandbox_create(&sb, rt, &o, NULL), 0);
+	sbx_exec_opts e = SBX_EXEC_OPTS_INIT;
+	e.shell = "true";
+	e.tty = 1;
+	sbx_exec_result r;
+	sbx_error *err = NULL;
+	/* Refused before the provider runs it without one. */
+	cr_assert_eq(sbx_sandbox_exec(&r, sb, &e, &err), -ENOSYS);
+	cr_assert_not_null(err);
+	cr_expect_not_null(strstr(err->msg, "recording"), "%s", err->msg);
+	cr_expect_not_null(strstr(err->msg, "tty"), "%s", err->msg);
+	sbx_error_free(err);
+	cr_assert_eq(execs, 0);
+	e.tty = 0;
+	cr_assert_eq(sbx_sandbox_exec(&r, sb, &e, NULL), 0);
+	cr_assert_eq(execs, 1);
+	cr_assert_eq(sbx_sandbox_destroy(sb, NULL), 0);
+	sbx_sandbox_free(sb);
+}

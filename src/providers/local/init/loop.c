@@ -144,12 +144,14 @@ static void kill_tree(struct exec *e)
 				break;
 		}
 	}
+	/* While the stopped command lives: once it is dead, a child of it
+	 * that left its process group (setsid) is init's and no longer found. */
+	if (!cg)
+		kill_descendants(e->pid);
 	kill(-e->pid, SIGKILL);
 	kill(e->pid, SIGKILL);
-	if (!cg) {
-		kill_descendants(e->pid);
+	if (!cg)
 		return;
-	}
 	snprintf(name + base, sizeof(name) - base, "/cgroup.procs");
 	for (int round = 0; round < 50; round++) {
 		int fd = openat(cfg->cg_fd, name, O_RDONLY | O_CLOEXEC);
@@ -233,6 +235,13 @@ static int parse_exec(struct spawn_req *q, uint64_t *timeout_ms, int *quiet, con
 			*quiet = 1;
 			continue;
 		}
+		if (tag == T_TTY) {
+			uint64_t v = sbx__msg_u64(d, n);
+			q->tty = 1;
+			q->rows = (unsigned)(v >> 16 & 0xffff);
+			q->cols = (unsigned)(v & 0xffff);
+			continue;
+		}
 		if (tag != T_ARG && tag != T_ENV && tag != T_CWD && tag != T_USER)
 			continue;
 		char *s = req_strdup(d, n);
@@ -279,13 +288,18 @@ static void do_exec(int ci, const char *m, size_t len, int *fds, int nfds)
 		;
 	init_req_begin(len);
 	int r = parse_exec(&q, &timeout_ms, &quiet, m, len);
-	if (r < 0 || nfds != 3 || c->exec >= 0 || ei == MAX_EXECS) {
+	/* A terminal's exec carries no fd: its stdio is made here. (An init
+	 * older than T_TTY sees a tty request as one without its 3 fds.) */
+	if (r == 0 && nfds != (q.tty ? 0 : 3))
+		r = -EPROTO;
+	if (r < 0 || c->exec >= 0 || ei == MAX_EXECS) {
 		reply_exec_error(c->fd, r < 0 ? -r : EBUSY, 0,
 				 r < 0 ? "malformed exec request" : "too many commands running");
 		goto out;
 	}
-	memcpy(q.fds, fds, sizeof(q.fds));
-	int procs = -1, made_cg = 0;
+	if (!q.tty)
+		memcpy(q.fds, fds, sizeof(q.fds));
+	int procs = -1, made_cg = 0, master = -1;
 	char name[64];
 	pid_t pid = 0;
 	int exit_code = 0;
@@ -301,7 +315,7 @@ static void do_exec(int ci, const char *m, size_t len, int *fds, int nfds)
 			made_cg = procs >= 0;
 		}
 	}
-	r = spawn_command(&pid, &q, procs, msg, sizeof(msg), &exit_code);
+	r = spawn_command(&pid, &master, &q, procs, msg, sizeof(msg), &exit_code);
 	if (procs >= 0)
 		close(procs);
 	if (r < 0) {
@@ -322,13 +336,15 @@ static void do_exec(int ci, const char *m, size_t len, int *fds, int nfds)
 	execs[ei] = (struct exec){ .used = 1, .pid = pid, .conn = ci, .cg = made_cg,
 				   .deadline_ms = timeout_ms ? init_now_ms() + timeout_ms : 0 };
 	c->exec = ei;
-	if (!quiet) {
+	if (!quiet || master >= 0) {
 		char b[64];
 		struct sbx_msg sm;
 		sbx__msg_init(&sm, b, sizeof(b), M_STARTED);
 		sbx__msg_add_u64(&sm, T_PID, (uint64_t)pid);
-		sbx__msg_send(c->fd, &sm, NULL, 0);
+		sbx__msg_send(c->fd, &sm, &master, master >= 0);
 	}
+	if (master >= 0)
+		close(master); /* the caller's alone now */
 out:
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);

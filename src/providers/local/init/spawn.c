@@ -12,22 +12,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/resource.h>
+#include <sys/vfs.h>
+#include <termios.h>
 #include <unistd.h>
 #include <grp.h>
 
 #include "spawn.h"
+
+#ifndef TIOCGPTPEER
+#define TIOCGPTPEER _IO('T', 0x41)
+#endif
+#define DEVPTS_MAGIC 0x1cd1
 
 struct child_args {
 	const struct spawn_req *req;
 	char **envp;
 	const struct init_user *user;
 	const char *path;
+	const int *fds;        /* stdin, stdout, stderr */
+	int ctty;              /* fds[0] becomes the controlling terminal */
 	int cg_procs_fd;
 	volatile int err;      /* errno of the failing step, written by the child */
-	volatile int phase;    /* 1 = chdir, 2 = credentials, 3 = execve */
+	volatile int phase;    /* 1 = chdir, 2 = credentials, 3 = execve, 4 = terminal */
 };
 
 static int child_main(void *arg)
@@ -52,8 +63,12 @@ static int child_main(void *arg)
 		(void)!write(adj, "0", 1);
 		close(adj);
 	}
-	if (dup2(q->fds[0], 0) < 0 || dup2(q->fds[1], 1) < 0 || dup2(q->fds[2], 2) < 0)
+	if (dup2(a->fds[0], 0) < 0 || dup2(a->fds[1], 1) < 0 || dup2(a->fds[2], 2) < 0)
 		goto fail_creds;
+	/* setsid above left us without one: ^C, job control, /dev/tty. */
+	a->phase = 4;
+	if (a->ctty && ioctl(0, TIOCSCTTY, 0) < 0)
+		goto fail;
 	a->phase = 2;
 	if (syscall(SYS_setgroups, a->user->n_groups, a->user->groups) < 0 ||
 	    syscall(SYS_setresgid, a->user->gid, a->user->gid, a->user->gid) < 0 ||
@@ -145,7 +160,44 @@ static char **merge_env(const struct spawn_req *q, const struct init_user *u)
 	return env;
 }
 
-int spawn_command(pid_t *pid_out, const struct spawn_req *q, int cg_procs_fd, char *msg,
+/*
+ * A new terminal of the sandbox's own devpts instance, which rootfs.c mounts
+ * at /dev/pts with newinstance: nothing inside can cover or move that mount
+ * point (no mount(2); a mount point cannot be renamed), and the file system
+ * is checked. The master is opened as the command's user, which makes the
+ * slave that user's (under the user namespace an id of the sandbox's range,
+ * never host root). No fd of the host is involved: the host gets the master.
+ */
+static int open_tty(int *master, int *slave, const struct spawn_req *q, const struct init_user *u, char *msg,
+		    size_t msglen)
+{
+	int ogid = setfsgid(u->gid), ouid = setfsuid(u->uid);
+	int m = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC), e = errno;
+	setfsuid((uid_t)ouid);
+	setfsgid((gid_t)ogid);
+	if (m < 0) {
+		init_fmt(msg, msglen, "open /dev/pts/ptmx: %s", strerror(e));
+		return -e;
+	}
+	struct statfs fs;
+	struct winsize ws = { .ws_row = (unsigned short)q->rows, .ws_col = (unsigned short)q->cols };
+	int unlock = 0, s = -1;
+	if (fstatfs(m, &fs) < 0 || fs.f_type != DEVPTS_MAGIC)
+		errno = ENOTTY;
+	else if (ioctl(m, TIOCSPTLCK, &unlock) == 0 && ioctl(m, TIOCSWINSZ, &ws) == 0)
+		s = ioctl(m, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (s < 0) {
+		e = errno;
+		close(m);
+		init_fmt(msg, msglen, "terminal from /dev/pts/ptmx: %s", strerror(e));
+		return -e;
+	}
+	*master = m;
+	*slave = s;
+	return 0;
+}
+
+int spawn_command(pid_t *pid_out, int *tty_master, const struct spawn_req *q, int cg_procs_fd, char *msg,
 		  size_t msglen, int *exit_code)
 {
 	static char stack[256 * 1024] __attribute__((aligned(16)));
@@ -165,8 +217,13 @@ int spawn_command(pid_t *pid_out, const struct spawn_req *q, int cg_procs_fd, ch
 		*exit_code = r == -ENOENT ? 127 : 126;
 		return r;
 	}
+	int m = -1, s = -1;
+	*tty_master = -1;
+	if (q->tty && (r = open_tty(&m, &s, q, &user, msg, msglen)) < 0)
+		return r;
+	int tfds[3] = { s, s, s };
 	struct child_args a = { .req = q, .envp = envp, .user = &user, .path = path,
-				.cg_procs_fd = cg_procs_fd };
+				.fds = q->tty ? tfds : q->fds, .ctty = q->tty, .cg_procs_fd = cg_procs_fd };
 	/* Start the command on this CPU: we sleep until it has exec'd, so the
 	 * CPU is free, and a short command then runs and exits where init and
 	 * its caches are, instead of waking an idle CPU (an IPI and, on a VM, a
@@ -184,15 +241,20 @@ int spawn_command(pid_t *pid_out, const struct spawn_req *q, int cg_procs_fd, ch
 		pinned = sched_setaffinity(0, sizeof(here), &here) == 0;
 	}
 	pid_t pid = clone(child_main, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+	int fork_errno = errno;
 	if (pinned) {
 		sched_setaffinity(0, sizeof(all), &all);
 		if (pid > 0)
 			sched_setaffinity(pid, sizeof(all), &all);
 	}
 	/* The child has exec'd or exited: its view of our memory is gone. */
+	if (s >= 0)
+		close(s); /* the command's now, and only its */
+	if ((pid < 0 || a.err) && m >= 0)
+		close(m);
 	if (pid < 0) {
-		init_fmt(msg, msglen, "fork: %s", strerror(errno));
-		return -errno;
+		init_fmt(msg, msglen, "fork: %s", strerror(fork_errno));
+		return -fork_errno;
 	}
 	if (a.err) {
 		int e = a.err;
@@ -205,6 +267,9 @@ int spawn_command(pid_t *pid_out, const struct spawn_req *q, int cg_procs_fd, ch
 		case 2:
 			init_fmt(msg, msglen, "switch to user %s: %s", q->user ? q->user : "root", strerror(e));
 			break;
+		case 4:
+			init_fmt(msg, msglen, "controlling terminal: %s", strerror(e));
+			break;
 		default:
 			init_fmt(msg, msglen, "%s: %s", q->argv[0], strerror(e));
 			*exit_code = e == ENOENT ? 127 : 126;
@@ -213,5 +278,6 @@ int spawn_command(pid_t *pid_out, const struct spawn_req *q, int cg_procs_fd, ch
 		return -e;
 	}
 	*pid_out = pid;
+	*tty_master = m;
 	return 0;
 }

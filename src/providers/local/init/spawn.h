@@ -12,12 +12,15 @@ struct spawn_req {
 	char **extra_env; /* this exec's env, overrides base */
 	const char *cwd;
 	const char *user;
-	int fds[3];
+	int fds[3];       /* unused with tty */
+	int tty;          /* run on a new terminal of the sandbox's devpts */
+	unsigned rows, cols;
 };
 
 /* Starts q. On failure returns -errno with msg set; *exit_code is 127/126 when
- * the failure is "command not found/not executable" (a result, not an error). */
-int spawn_command(pid_t *pid_out, const struct spawn_req *q, int cg_procs_fd, char *msg,
+ * the failure is "command not found/not executable" (a result, not an error).
+ * With q->tty, *tty_master gets the terminal's master (else -1). */
+int spawn_command(pid_t *pid_out, int *tty_master, const struct spawn_req *q, int cg_procs_fd, char *msg,
 		  size_t msglen, int *exit_code);
 
 #endif

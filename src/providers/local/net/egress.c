@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "../../../util/alloc.h"
+#include "../../../util/config.h"
 #include "../../../util/fs.h"
 #include "net_int.h"
 
@@ -56,7 +57,7 @@ int sbx__net_parse_cidr(struct net_cidr *out, const char *s)
 
 int sbx__net_pool(struct net_cidr *out, sbx_error **err)
 {
-	const char *v = getenv("SBX_NET_POOL");
+	const char *v = sbx__env("SBX_NET_POOL");
 	if (!v || !*v)
 		v = DEFAULT_POOL;
 	if (sbx__net_parse_cidr(out, v) < 0 || out->plen > 24 || out->plen < 8)
@@ -135,7 +136,7 @@ int sbx__net_plan_lists(struct net_plan *p, const sbx_sandbox_opts *o, sbx_error
 	/* E2B's precedence: an allow entry wins over a deny entry. An allow
 	 * list on its own means "only these" (Harbor's allowlist). */
 	p->allow_only = o->allow_out && o->allow_out[0] && !(o->deny_out && o->deny_out[0]);
-	const char *dp = getenv("SBX_NET_DENY_PRIVATE");
+	const char *dp = sbx__env("SBX_NET_DENY_PRIVATE");
 	p->deny_private = dp && !strcmp(dp, "1");
 	uint32_t ns[8];
 	size_t n = sbx__net_nameservers(ns, 8);
@@ -169,7 +170,7 @@ static size_t parse_resolv(const char *text, uint32_t *out, size_t max)
 
 size_t sbx__net_nameservers(uint32_t *out, size_t max)
 {
-	const char *v = getenv("SBX_NET_DNS");
+	const char *v = sbx__env("SBX_NET_DNS");
 	if (v && *v) {
 		size_t n = 0;
 		char buf[256];
