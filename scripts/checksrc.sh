@@ -40,5 +40,12 @@ if [ -n "$lib" ]; then
   extra=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -vE '^sbx_[a-z0-9]+_[a-z0-9_]+$|^_init$|^_fini$|^sbx_[a-z]+$' || true)
   if [ -n "$extra" ]; then echo "exported symbols without the sbx_ prefix:"; echo "$extra"; bad=1; fi
 fi
+# The provider is the unit of extension (docs/adding-a-provider.md): outside
+# src/providers/, no C source names a backend or includes a provider's header.
+# The registry (src/core/registry.c) lists providers by their ops symbols.
+backends='"(e2b|agentenv|daytona|modal|local)"|#[[:space:]]*include[[:space:]]*["<][^">]*providers/'
+leaks=$( (git ls-files 'src/*.c' 'src/*.h' 'include/*.h' 2>/dev/null || find src include -name '*.[ch]') |
+  grep -v '^src/providers/' | xargs grep -nE "$backends" | grep -v 'checksrc: allow' || true)
+if [ -n "$leaks" ]; then echo "$leaks"; echo "  ^ a backend named outside src/providers/ (ask the registry)"; bad=1; fi
 [ "$bad" -eq 0 ] && echo "checksrc: ok"
 exit $bad

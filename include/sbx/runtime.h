@@ -33,7 +33,7 @@ typedef struct sbx_runtime_opts {
 	unsigned version;           /**< SBX_RUNTIME_OPTS_VERSION */
 	const char *state_dir;      /**< NULL = $SBX_STATE_DIR or /run/sbx */
 	const char *image_dir;      /**< NULL = $SBX_IMAGE_DIR or /var/lib/sbx/images */
-	const char *default_provider; /**< NULL = "local" */
+	const char *default_provider; /**< NULL = the registry's default (sbx_provider_default) */
 	sbx_log_fn log;             /**< NULL = no logging. Process-wide: it stays
 	                                 installed after sbx_runtime_free(), until a
 	                                 later runtime sets another */

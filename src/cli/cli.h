@@ -4,6 +4,7 @@
 #define SBX_CLI_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <sbx/sbx.h>
 
 /* Exit codes, documented in `sbx --help` and docs/cli.md. */
@@ -46,6 +47,8 @@ int cli_fail(const char *what, sbx_error *err);
  * and makes it the runtime's default too (SBX_BACKEND), so image resolution
  * and sandboxes use the same backend. 0, or an exit code after printing. */
 int cli_use_backend(const char **name, const char *cmd);
+/* One line per backend in the registry: names, title, default, described only. */
+void cli_print_backends(FILE *f);
 /* Maps an sbx error code to an exit code. */
 int cli_exit_for(int code);
 /* True when `s` is "-h" or "--help". */

@@ -101,7 +101,8 @@ int cmd_run(int argc, char **argv)
 	enum cli_stdin in = CLI_STDIN_AUTO;
 	for (i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++) {
 		if (cli_is_help(argv[i])) {
-			printf("%s%s", run_help, spec_flags_help);
+			printf("%s", run_help);
+			spec_flags_print_help(stdout);
 			code = EXIT_OK;
 			goto out;
 		}
@@ -175,7 +176,8 @@ int cmd_create(int argc, char **argv)
 	int json = 0, i, code = EXIT_USAGE;
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		if (cli_is_help(argv[i])) {
-			printf("%s%s", create_help, spec_flags_help);
+			printf("%s", create_help);
+			spec_flags_print_help(stdout);
 			code = EXIT_OK;
 			goto out;
 		}

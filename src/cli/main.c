@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <sbx/backend.h>
+#include <sbx/sys/provider.h>
 
 #include "util/config.h"
 #include "cli.h"
@@ -47,7 +48,7 @@ static void usage(FILE *f)
 		   "environment:\n"
 		   "  SBX_STATE_DIR   runtime state (default /run/sbx)\n"
 		   "  SBX_IMAGE_DIR   image store (default /var/lib/sbx/images)\n"
-		   "  SBX_BACKEND     default backend (local); see 'sbx doctor'\n"
+		   "  SBX_BACKEND     default backend (%s); see 'sbx doctor'\n"
 		   "  SBX_LOG         error|warn|info|debug: library log on stderr (default warn)\n"
 		   "  'sbx help env' lists every variable sbx reads.\n\n"
 		   "exit codes:\n"
@@ -58,7 +59,10 @@ static void usage(FILE *f)
 		   "  4    this host cannot do it (not root, no namespaces)\n"
 		   "  124  run/exec: the command was killed by --timeout\n"
 		   "  125  run/exec: sbx failed before the command ran\n"
-		   "  N    run/exec: otherwise, the command's own exit status\n");
+		   "  N    run/exec: otherwise, the command's own exit status\n",
+		sbx_provider_default()->name);
+	fprintf(f, "\nbackends:\n");
+	cli_print_backends(f);
 }
 
 bool cli_is_help(const char *s)

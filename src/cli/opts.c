@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <sbx/backend.h>
+#include <sbx/sys/provider.h>
 
 #include "../util/str.h"
 #include "cli.h"
@@ -38,9 +39,36 @@ const char spec_flags_help[] =
 	"  -u, --user USER    default user (name, uid, name:group)\n"
 	"  --ttl DUR          destroy after this long (30s, 10m, 2h)\n"
 	"  -l, --label K=V    label for listing and gc (repeatable)\n"
-	"  --hostname NAME    hostname inside the sandbox\n"
-	"  --backend NAME     backend: local (default), e2b/agentenv, daytona, modal\n"
-	"                     (also $SBX_BACKEND, $OPENENV_SANDBOX_BACKEND)\n";
+	"  --hostname NAME    hostname inside the sandbox\n";
+
+/* The --backend line, from the registry: "local (default), e2b/agentenv, ...". */
+void spec_flags_print_help(FILE *f)
+{
+	fputs(spec_flags_help, f);
+	fputs("  --backend NAME     backend: ", f);
+	const sbx_provider_desc *d, *def = sbx_provider_default();
+	for (size_t i = 0; (d = sbx_provider_desc_at(i)) != NULL; i++) {
+		fprintf(f, "%s%s", i ? ", " : "", d->name);
+		for (size_t j = 0; d->aliases && d->aliases[j]; j++)
+			fprintf(f, "/%s", d->aliases[j]);
+		if (d == def)
+			fputs(" (default)", f);
+	}
+	fputs("\n                     (also $SBX_BACKEND, $OPENENV_SANDBOX_BACKEND)\n", f);
+}
+
+void cli_print_backends(FILE *f)
+{
+	const sbx_provider_desc *d, *def = sbx_provider_default();
+	for (size_t i = 0; (d = sbx_provider_desc_at(i)) != NULL; i++) {
+		char names[96];
+		int n = snprintf(names, sizeof(names), "%s", d->name);
+		for (size_t j = 0; d->aliases && d->aliases[j] && n >= 0 && (size_t)n < sizeof(names); j++)
+			n += snprintf(names + n, sizeof(names) - (size_t)n, "/%s", d->aliases[j]);
+		fprintf(f, "  %-16s %s%s%s\n", names, d->title ? d->title : d->name, d == def ? " (default)" : "",
+			sbx_provider_desc_ops(d) ? "" : " (described only: no sandboxes in this build)");
+	}
+}
 
 void spec_flags_init(struct spec_flags *f)
 {

@@ -3,6 +3,7 @@
 #ifndef SBX_CLI_OPTS_H
 #define SBX_CLI_OPTS_H
 
+#include <stdio.h>
 #include <sbx/sbx.h>
 
 struct spec_flags {
@@ -20,5 +21,7 @@ void spec_flags_init(struct spec_flags *f);
 void spec_flags_free(struct spec_flags *f);
 /* Help text for the spec flags. */
 extern const char spec_flags_help[];
+/* spec_flags_help and the --backend line generated from the registry. */
+void spec_flags_print_help(FILE *f);
 
 #endif

@@ -103,13 +103,30 @@ static int contains_ci(const char *hay, const char *needle)
 	return 0;
 }
 
-/* Typed first (-EAGAIN, HTTP 429), then the message: the common throttle and
- * quota wordings, plus SBX_THROTTLE_PATTERNS (comma separated, re-read on
- * every failure so an operator can widen it while a run goes on). */
-static int is_throttle(const sbx_error *e)
+static int matches_list(const char *msg, const char *list_s)
+{
+	if (!list_s || !*list_s)
+		return 0;
+	_cleanup_free_ char *list = xstrdup(list_s);
+	char *rest = list, *pat;
+	while ((pat = strsep(&rest, ",")) != NULL)
+		if (*sbx__str_trim(pat) && contains_ci(msg, pat))
+			return 1;
+	return 0;
+}
+
+/* The provider's classifier first (when it has an opinion), then typed
+ * (-EAGAIN, HTTP 429), then the message: the common throttle and quota
+ * wordings, the provider's own patterns, and SBX_THROTTLE_PATTERNS or the
+ * provider's pattern variable (comma separated, re-read on every failure so
+ * an operator can widen it while a run goes on). */
+static int is_throttle(const sbx_provider_desc *d, const sbx_error *e)
 {
 	if (!e)
 		return 0;
+	int v = d && d->is_throttle ? d->is_throttle(e) : -1;
+	if (v >= 0)
+		return v;
 	if (e->code == -EAGAIN || e->http_status == 429)
 		return 1;
 	static const char *const words[] = { "too many requests", "429", "rate limit", "ratelimit",
@@ -119,17 +136,13 @@ static int is_throttle(const sbx_error *e)
 	for (int i = 0; words[i]; i++)
 		if (contains_ci(msg, words[i]))
 			return 1;
+	for (size_t i = 0; d && d->throttle_patterns && d->throttle_patterns[i]; i++)
+		if (contains_ci(msg, d->throttle_patterns[i]))
+			return 1;
 	const char *extra = getenv("SBX_THROTTLE_PATTERNS");
-	if (!extra)
-		extra = getenv("OPENENV_E2B_THROTTLE_PATTERNS");
-	if (extra && *extra) {
-		_cleanup_free_ char *list = xstrdup(extra);
-		char *rest = list, *pat;
-		while ((pat = strsep(&rest, ",")) != NULL)
-			if (*sbx__str_trim(pat) && contains_ci(msg, pat))
-				return 1;
-	}
-	return 0;
+	if (!extra && d && d->throttle_env)
+		extra = getenv(d->throttle_env);
+	return matches_list(msg, extra);
 }
 
 /* ---- labels -------------------------------------------------------------- */
@@ -460,7 +473,7 @@ int sbx_sandbox_create_ex(sbx_sandbox **out, sbx_runtime *rt, const sbx_sandbox_
 			r = 0;
 			break;
 		}
-		int throttled = is_throttle(a->err);
+		int throttled = is_throttle(ops->desc, a->err);
 		if (!throttled || attempt > retries) {
 			r = a->r;
 			if (err && !*err) {

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Backend names and the credential registry: one table says, per backend,
- * which variables hold the key (all required; a pair is all-or-nothing),
- * which variable names a key file, the default key file, how to provision
- * it, and which address variables a launcher forwards. Every code path
- * (library, CLI, `sbx env --for-workers`, `sbx doctor`) uses this table and
- * one precedence: environment variables, then the named key file, then the
- * default key file. Secret values are registered for redaction the moment
- * they are read and never leave this file except in sbx_credential.values.
+ * Backend names and credentials: every provider's description in the
+ * registry (sys/provider.h) says which variables hold its key (all
+ * required; a pair is all-or-nothing), which variable names a key file, the
+ * default key file, how to provision it, and which address variables a
+ * launcher forwards. Every code path (library, CLI, `sbx env --for-workers`,
+ * `sbx doctor`) uses these descriptions and one precedence: environment
+ * variables, then the named key file, then the default key file. Secret
+ * values are registered for redaction the moment they are read and never
+ * leave this file except in sbx_credential.values.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -17,53 +18,43 @@
 #include <unistd.h>
 
 #include <sbx/backend.h>
+#include <sbx/sys/provider.h>
 
-#include "../tasks/toml.h" /* generic TOML 1.0 parser, for ~/.modal.toml */
+#include "../tasks/toml.h" /* generic TOML 1.0 parser, for profile files (~/.modal.toml) */
 #include "../util/alloc.h"
 #include "../util/cleanup.h"
 #include "../util/fs.h"
 #include "../util/log.h"
 #include "../util/str.h"
 
-struct cred_spec {
-	const char *backend;
-	const char *title;
-	const char *key_vars[3];
-	const char *file_var;
-	const char *default_path;  /* below $HOME */
-	const char *hint;
-	const char *forward[6];    /* address variables forwarded by value */
-	const char *endpoint_var;
-	const char *endpoint_label;
-};
-
-static const struct cred_spec specs[] = {
-	{ "local", "local", { NULL }, NULL, NULL, NULL, { NULL }, NULL, NULL },
-	{ "e2b", "E2B", { "E2B_API_KEY", NULL }, "E2B_API_KEY_FILE", ".config/e2b/api_key",
-	  "mkdir -p ~/.config/e2b && (umask 077; echo YOUR_KEY > ~/.config/e2b/api_key)  "
-	  "# E2B Cloud: e2b.dev dashboard; AgentENV and `sbx serve`: the server's key",
-	  { "E2B_API_URL", "E2B_SANDBOX_URL", "E2B_DOMAIN", "SBX_E2B_URL_SCHEME", "OPENENV_E2B_URL_SCHEME", NULL },
-	  "E2B_API_URL", "endpoint" },
-	{ "daytona", "Daytona", { "DAYTONA_API_KEY", NULL }, "DAYTONA_API_KEY_FILE", ".config/daytona/api_key",
-	  "mkdir -p ~/.config/daytona && (umask 077; echo dtn_... > ~/.config/daytona/api_key)",
-	  { "DAYTONA_API_URL", "DAYTONA_TARGET", NULL }, "DAYTONA_API_URL", "endpoint" },
-	{ "modal", "Modal", { "MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET", NULL }, "MODAL_CONFIG_PATH", ".modal.toml",
-	  "pip install 'modal>=1.5.5' && modal token new  # writes ~/.modal.toml",
-	  { "MODAL_PROFILE", "MODAL_ENVIRONMENT", "OPENENV_MODAL_APP", NULL }, "MODAL_ENVIRONMENT",
-	  "workspace environment" },
-};
-
-static const struct cred_spec *find_spec(const char *backend)
+/* Sorted, comma-separated names and aliases of every described provider. */
+static int by_name(const void *a, const void *b)
 {
-	for (size_t i = 0; i < SBX_ARRAY_SIZE(specs); i++)
-		if (backend && strcmp(specs[i].backend, backend) == 0)
-			return &specs[i];
-	return NULL;
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 const char *sbx_backend_names(void)
 {
-	return "agentenv, daytona, e2b, local, modal";
+	static __thread char buf[512];
+	const char *v[64];
+	size_t n = 0;
+	const sbx_provider_desc *d;
+	for (size_t i = 0; (d = sbx_provider_desc_at(i)) != NULL; i++) {
+		if (n < SBX_ARRAY_SIZE(v))
+			v[n++] = d->name;
+		for (size_t j = 0; d->aliases && d->aliases[j] && n < SBX_ARRAY_SIZE(v); j++)
+			v[n++] = d->aliases[j];
+	}
+	qsort(v, n, sizeof(v[0]), by_name);
+	size_t off = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && off < sizeof(buf); i++) {
+		int w = snprintf(buf + off, sizeof(buf) - off, "%s%s", i ? ", " : "", v[i]);
+		if (w < 0)
+			break;
+		off += (size_t)w;
+	}
+	return buf;
 }
 
 int sbx_backend_resolve(char **out, const char *flag, sbx_error **err)
@@ -80,18 +71,11 @@ int sbx_backend_resolve(char **out, const char *flag, sbx_error **err)
 	}
 	_cleanup_free_ char *name = xstrdup(v ? v : "");
 	sbx__str_lower(sbx__str_trim(name));
-	if (!*name) {
-		*out = xstrdup("local");
-		return 0;
-	}
-	if (strcmp(name, "agentenv") == 0) {
-		*out = xstrdup("e2b");
-		return 0;
-	}
-	if (!find_spec(name))
+	const sbx_provider_desc *d = *name ? sbx_provider_describe(name) : sbx_provider_default();
+	if (!d)
 		return sbx_error_set(err, -EINVAL, "unknown sandbox backend '%s' (from %s); choose one of: %s", name,
 				     src, sbx_backend_names());
-	*out = steal_ptr(&name);
+	*out = xstrdup(d->name);
 	return 0;
 }
 
@@ -119,10 +103,10 @@ static char *home_path(const char *rel)
 	return xasprintf("%s/%s", home && *home ? home : "/root", rel);
 }
 
-static size_t n_keys(const struct cred_spec *s)
+static size_t n_keys(const sbx_provider_cred *s)
 {
 	size_t n = 0;
-	while (n < SBX_ARRAY_SIZE(s->key_vars) && s->key_vars[n])
+	while (s && n < SBX_ARRAY_SIZE(s->key_vars) && s->key_vars[n])
 		n++;
 	return n;
 }
@@ -134,14 +118,15 @@ static void add_value(sbx_credential *c, const char *v)
 	sbx__redact_add(v);
 }
 
-/* Modal's ~/.modal.toml: [profile] token_id, token_secret, active = true. */
-static int read_modal(sbx_credential *c, const char *path, sbx_error **err)
+/* A profile file (Modal's ~/.modal.toml): [profile] KEY = "..." for each of
+ * profile_keys, active = true; the profile named by profile_var wins. */
+static int read_profile(sbx_credential *c, const sbx_provider_cred *s, const char *path, sbx_error **err)
 {
 	sbx_toml *doc = NULL;
 	int r = sbx__toml_parse_file(&doc, path, err);
 	if (r < 0)
 		return r;
-	const char *want = getenv("MODAL_PROFILE");
+	const char *want = s->profile_var ? getenv(s->profile_var) : NULL;
 	const sbx_toml *prof = NULL;
 	const char *name = NULL;
 	for (size_t i = 0; i < sbx__toml_len(doc); i++) {
@@ -158,23 +143,31 @@ static int read_modal(sbx_credential *c, const char *path, sbx_error **err)
 				break;
 		}
 	}
-	const char *id = NULL, *secret = NULL;
-	if (!prof || sbx__toml_get_string(prof, "token_id", &id) != SBX_TOML_FOUND ||
-	    sbx__toml_get_string(prof, "token_secret", &secret) != SBX_TOML_FOUND || !*id || !*secret) {
-		r = sbx_error_set(err, -ENOKEY, "%s: profile %s lacks token_id and token_secret", path,
-				  prof ? name : (want && *want ? want : "(none)"));
+	const char *vals[SBX_ARRAY_SIZE(s->profile_keys)] = { NULL };
+	size_t n = 0;
+	int ok = prof != NULL;
+	for (; n < SBX_ARRAY_SIZE(s->profile_keys) && s->profile_keys[n]; n++)
+		ok = ok && sbx__toml_get_string(prof, s->profile_keys[n], &vals[n]) == SBX_TOML_FOUND && *vals[n];
+	if (!ok) {
+		char keys[128] = "";
+		for (size_t i = 0; i < n; i++) {
+			strncat(keys, i ? " and " : "", sizeof(keys) - strlen(keys) - 1);
+			strncat(keys, s->profile_keys[i], sizeof(keys) - strlen(keys) - 1);
+		}
+		r = sbx_error_set(err, -ENOKEY, "%s: profile %s lacks %s", path,
+				  prof ? name : (want && *want ? want : "(none)"), keys);
 	} else {
-		add_value(c, id);
-		add_value(c, secret);
+		for (size_t i = 0; i < n; i++)
+			add_value(c, vals[i]);
 	}
 	sbx__toml_free(doc);
 	return r;
 }
 
-static int read_key_file(sbx_credential *c, const struct cred_spec *s, const char *path, sbx_error **err)
+static int read_key_file(sbx_credential *c, const sbx_provider_desc *d, const char *path, sbx_error **err)
 {
-	if (strcmp(s->backend, "modal") == 0)
-		return read_modal(c, path, err);
+	if (d->cred->profile_keys[0])
+		return read_profile(c, d->cred, path, err);
 	char *data = NULL;
 	size_t n;
 	int r = sbx__read_file(&data, &n, path, 64 * 1024, err);
@@ -183,12 +176,12 @@ static int read_key_file(sbx_credential *c, const struct cred_spec *s, const cha
 	sbx__str_trim(data);
 	if (!*data) {
 		free(data);
-		return sbx_error_set(err, -ENOKEY, "%s key file %s is empty", s->title, path);
+		return sbx_error_set(err, -ENOKEY, "%s key file %s is empty", d->title, path);
 	}
 	if (strchr(data, '\n') || strchr(data, ' ')) {
 		explicit_bzero(data, strlen(data));
 		free(data);
-		return sbx_error_set(err, -EINVAL, "%s key file %s: expected one key on one line", s->title, path);
+		return sbx_error_set(err, -EINVAL, "%s key file %s: expected one key on one line", d->title, path);
 	}
 	add_value(c, data);
 	explicit_bzero(data, strlen(data));
@@ -196,8 +189,9 @@ static int read_key_file(sbx_credential *c, const struct cred_spec *s, const cha
 	return 0;
 }
 
-static int missing(const struct cred_spec *s, const char *path, sbx_error **err)
+static int missing(const sbx_provider_desc *d, const char *path, sbx_error **err)
 {
+	const sbx_provider_cred *s = d->cred;
 	char vars[128] = "";
 	for (size_t i = 0; i < n_keys(s); i++) {
 		strncat(vars, i ? " + " : "", sizeof(vars) - strlen(vars) - 1);
@@ -206,21 +200,22 @@ static int missing(const struct cred_spec *s, const char *path, sbx_error **err)
 	return sbx_error_set(err, -ENOKEY,
 			     "the %s backend needs credentials: put them in a file (%s; %s overrides) or in "
 			     "the environment as %s%s. Provision the file with: %s",
-			     s->title, path, s->file_var, vars, n_keys(s) > 1 ? " (both halves)" : "", s->hint);
+			     d->title, path, s->file_var, vars, n_keys(s) > 1 ? " (both halves)" : "", s->hint);
 }
 
 int sbx_credential_resolve(sbx_credential *out, const char *backend, sbx_error **err)
 {
 	memset(out, 0, sizeof(*out));
-	const struct cred_spec *s = find_spec(backend);
-	if (!s)
+	const sbx_provider_desc *d = sbx_provider_describe(backend);
+	if (!d)
 		return sbx_error_set(err, -EINVAL, "unknown sandbox backend '%s'; choose one of: %s",
 				     backend ? backend : "", sbx_backend_names());
-	out->backend = xstrdup(s->backend);
-	if (s->endpoint_var) {
-		const char *e = getenv(s->endpoint_var);
+	const sbx_provider_cred *s = d->cred;
+	out->backend = xstrdup(d->name);
+	if (d->endpoint_var) {
+		const char *e = getenv(d->endpoint_var);
 		out->endpoint = e && *e ? xstrdup(e) : NULL;
-		out->endpoint_label = xstrdup(s->endpoint_label);
+		out->endpoint_label = xstrdup(d->endpoint_label ? d->endpoint_label : "endpoint");
 	}
 	if (!n_keys(s))
 		return 0;
@@ -241,14 +236,14 @@ int sbx_credential_resolve(sbx_credential *out, const char *backend, sbx_error *
 	int r;
 	if (access(path, R_OK) != 0) {
 		r = named && *named ? sbx_error_set(err, -ENOKEY, "%s=%s is missing or unreadable", s->file_var, path)
-				    : missing(s, path, err);
+				    : missing(d, path, err);
 		if (have && have < n_keys(s))
-			sbx_error_prefix(err, r, "only part of the %s credential pair is set", s->title);
+			sbx_error_prefix(err, r, "only part of the %s credential pair is set", d->title);
 		free(path);
 		sbx_credential_clear(out);
 		return r;
 	}
-	r = read_key_file(out, s, path, err);
+	r = read_key_file(out, d, path, err);
 	if (r < 0) {
 		free(path);
 		sbx_credential_clear(out);
@@ -261,12 +256,13 @@ int sbx_credential_resolve(sbx_credential *out, const char *backend, sbx_error *
 
 int sbx_backend_forward_env(char ***out, char **note_out, const char *backend, sbx_error **err)
 {
-	const struct cred_spec *s = find_spec(backend);
-	if (!s)
+	const sbx_provider_desc *d = sbx_provider_describe(backend);
+	if (!d)
 		return sbx_error_set(err, -EINVAL, "unknown sandbox backend '%s'; choose one of: %s",
 				     backend ? backend : "", sbx_backend_names());
+	const sbx_provider_cred *s = d->cred;
 	char **lines = NULL;
-	for (size_t i = 0; i < SBX_ARRAY_SIZE(s->forward) && s->forward[i]; i++) {
+	for (size_t i = 0; s && i < SBX_ARRAY_SIZE(s->forward) && s->forward[i]; i++) {
 		const char *v = getenv(s->forward[i]);
 		if (!v || !*v)
 			continue;
@@ -276,7 +272,7 @@ int sbx_backend_forward_env(char ***out, char **note_out, const char *backend, s
 					     "%s looks like it embeds credentials ('@'), and anything forwarded to "
 					     "workers may be logged in plaintext. Put the credential in the %s key "
 					     "file and leave a bare address here",
-					     s->forward[i], s->title);
+					     s->forward[i], d->title);
 		}
 		_cleanup_free_ char *kv = xasprintf("%s=%s", s->forward[i], v);
 		sbx__strv_push(&lines, kv);
@@ -293,16 +289,16 @@ int sbx_backend_forward_env(char ***out, char **note_out, const char *backend, s
 			_cleanup_free_ char *kv = xasprintf("%s=%s", s->file_var, c.path);
 			sbx__strv_push(&lines, kv);
 			note = xasprintf("%s credential: key file %s (readable here; forwarding its path, workers "
-					 "read it themselves)", s->title, c.path);
+					 "read it themselves)", d->title, c.path);
 		} else {
 			note = xasprintf("%s credential: environment variables set here; they are not forwarded "
 					 "(secrets never travel by value): workers need them in their own environment "
 					 "or a key file at the same path",
-					 s->title);
+					 d->title);
 		}
 		sbx_credential_clear(&c);
 	} else {
-		note = xasprintf("%s needs no credential", s->title);
+		note = xasprintf("%s needs no credential", d->title);
 	}
 	if (!lines)
 		lines = xcalloc(1, sizeof(char *));

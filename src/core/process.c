@@ -21,9 +21,9 @@ struct sbx_process {
 	int detached;
 };
 
-static int unsupported(const sbx_sandbox *sb, const char *what, sbx_error **err)
+static int unsupported(const sbx_sandbox *sb, const char *op, sbx_error **err)
 {
-	return sbx_error_set(err, -ENOSYS, "%s: %s is not supported", sbx__sandbox_ops(sb)->name, what);
+	return sbx__unsupported(sbx__sandbox_ops(sb), op, err);
 }
 
 static int check_path(const char *path, const char *what, sbx_error **err)
@@ -52,7 +52,7 @@ int sbx_process_start(sbx_process **out, sbx_sandbox *sb, const sbx_exec_opts *o
 {
 	const sbx_provider_ops *ops = sbx__sandbox_ops(sb);
 	if (!ops->process_start)
-		return unsupported(sb, "streamed processes", err);
+		return unsupported(sb, "process_start", err);
 	if (!opts || opts->version != SBX_EXEC_OPTS_VERSION)
 		return sbx_error_set(err, -EINVAL, "process opts: missing or version unsupported");
 	if (!!(opts->argv && opts->argv[0]) == !!opts->shell)
@@ -119,6 +119,7 @@ void sbx_process_close_stdin(sbx_process *p)
 int sbx_process_poll(sbx_process *p, int *status_out, int *timed_out, int block, sbx_error **err)
 {
 	int st = 0, to = 0;
+	/* process_poll and process_free come with process_start (registry.c). */
 	int r = p->ops->process_poll(p->impl, &st, &to, block, err);
 	if (r == 1) {
 		p->exited = 1;
@@ -134,6 +135,8 @@ int sbx_process_signal(sbx_process *p, int sig, sbx_error **err)
 {
 	if (p->exited)
 		return sbx_error_set(err, -ESRCH, "process %d already exited", (int)p->fds.pid);
+	if (!p->ops->process_signal)
+		return sbx__unsupported(p->ops, "process_signal", err);
 	return p->ops->process_signal(p->impl, sig, err);
 }
 
@@ -174,7 +177,7 @@ int sbx_sandbox_list_dir(sbx_file_info **out, size_t *n_out, sbx_sandbox *sb, co
 	int r = check_path(dir, "list", err);
 	if (r < 0)
 		return r;
-	FS_CALL(list_dir, "list", out, n_out, sbx__sandbox_impl(sb), dir, depth ? depth : 1, err);
+	FS_CALL(list_dir, "list_dir", out, n_out, sbx__sandbox_impl(sb), dir, depth ? depth : 1, err);
 }
 
 int sbx_sandbox_mkdir(sbx_sandbox *sb, const char *path, unsigned mode, sbx_error **err)
@@ -218,7 +221,7 @@ int sbx_sandbox_path_fd(int *fd_out, sbx_sandbox *sb, const char *path, sbx_erro
 	int r = check_path(path, "path fd", err);
 	if (r < 0)
 		return r;
-	FS_CALL(path_fd, "path fds", fd_out, sbx__sandbox_impl(sb), path, err);
+	FS_CALL(path_fd, "path_fd", fd_out, sbx__sandbox_impl(sb), path, err);
 }
 
 int sbx_sandbox_pause(sbx_sandbox *sb, sbx_error **err)

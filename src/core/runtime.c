@@ -51,7 +51,7 @@ int sbx_runtime_new(sbx_runtime **out, const sbx_runtime_opts *opts, sbx_error *
 	sbx_runtime *rt = xcalloc(1, sizeof(*rt));
 	rt->state_dir = xstrdup(state);
 	rt->image_dir = xstrdup(images);
-	rt->default_provider = xstrdup(opts->default_provider ? opts->default_provider : "local");
+	rt->default_provider = xstrdup(opts->default_provider ? opts->default_provider : sbx_provider_default()->name);
 	pthread_mutex_init(&rt->lock, NULL);
 	pthread_mutex_init(&rt->workers_lock, NULL);
 	pthread_cond_init(&rt->workers_idle, NULL);
@@ -156,6 +156,9 @@ int sbx__runtime_provider(const sbx_provider_ops **ops_out, void **ctx_out, sbx_
 	if (!ops) {
 		char names[256];
 		sbx_provider_names(names, sizeof(names));
+		if (sbx_provider_describe(name))
+			return sbx_error_set(err, -ENOENT, "provider '%s' is described but not implemented in this "
+					     "build (available: %s)", name, names);
 		return sbx_error_set(err, -ENOENT, "no provider '%s' in this build (available: %s)", name, names);
 	}
 	int r = 0;

@@ -32,6 +32,9 @@ struct sbx_runtime {
 	unsigned workers;              /* create attempts on threads of their own (create.c) */
 };
 
+/* -ENOSYS "PROVIDER: OP is not supported", for an optional op left NULL. */
+int sbx__unsupported(const sbx_provider_ops *ops, const char *op, sbx_error **err);
+
 /* A create worker uses the runtime (provider context, semaphore) until it
  * releases it, also after its caller gave up: sbx_runtime_free waits. */
 void sbx__runtime_worker_hold(sbx_runtime *rt);

@@ -98,7 +98,7 @@ int sbx_sandbox_open(sbx_sandbox **out, sbx_runtime *rt, const char *provider, c
 	if (r < 0)
 		return r;
 	if (!ops->open)
-		return sbx_error_set(err, -ENOSYS, "%s: open by id is not supported", ops->name);
+		return sbx__unsupported(ops, "open", err);
 	void *impl = NULL;
 	r = ops->open(&impl, ctx, id, err);
 	if (r < 0)
@@ -154,7 +154,7 @@ int sbx_sandbox_destroy_id(sbx_runtime *rt, const char *provider, const char *id
 	if (r < 0)
 		return r;
 	if (!ops->destroy_id)
-		return sbx_error_set(err, -ENOSYS, "%s: destroy by id is not supported", ops->name);
+		return sbx__unsupported(ops, "destroy_id", err);
 	return ops->destroy_id(ctx, id, err);
 }
 
@@ -168,6 +168,11 @@ void sbx_sandbox_free(sbx_sandbox *sb)
 		sb->ops->close(sb->impl);
 	free(sb->id);
 	free(sb);
+}
+
+int sbx__unsupported(const sbx_provider_ops *ops, const char *op, sbx_error **err)
+{
+	return sbx_error_set(err, -ENOSYS, "%s: %s is not supported", ops->name, op);
 }
 
 static int gone(sbx_sandbox *sb, sbx_error **err)
@@ -222,6 +227,8 @@ int sbx_sandbox_write_file(sbx_sandbox *sb, const char *path, const void *data, 
 		return r;
 	if (sb->destroyed)
 		return gone(sb, err);
+	if (!sb->ops->write_file)
+		return sbx__unsupported(sb->ops, "write_file", err);
 	return sb->ops->write_file(sb->impl, path, data, len, mode, err);
 }
 
@@ -233,6 +240,8 @@ int sbx_sandbox_read_file(void **data_out, size_t *len_out, sbx_sandbox *sb, con
 		return r;
 	if (sb->destroyed)
 		return gone(sb, err);
+	if (!sb->ops->read_file)
+		return sbx__unsupported(sb->ops, "read_file", err);
 	return sb->ops->read_file(data_out, len_out, sb->impl, path, max ? max : (1UL << 30), err);
 }
 
@@ -243,6 +252,8 @@ int sbx_sandbox_upload(sbx_sandbox *sb, const char *src, const char *dst, sbx_er
 		return r;
 	if (sb->destroyed)
 		return gone(sb, err);
+	if (!sb->ops->upload)
+		return sbx__unsupported(sb->ops, "upload", err);
 	return sb->ops->upload(sb->impl, src, dst, err);
 }
 
@@ -253,6 +264,8 @@ int sbx_sandbox_download(sbx_sandbox *sb, const char *src, const char *dst, sbx_
 		return r;
 	if (sb->destroyed)
 		return gone(sb, err);
+	if (!sb->ops->download)
+		return sbx__unsupported(sb->ops, "download", err);
 	return sb->ops->download(sb->impl, src, dst, err);
 }
 
@@ -261,7 +274,7 @@ int sbx_sandbox_set_timeout(sbx_sandbox *sb, unsigned ttl_s, sbx_error **err)
 	if (sb->destroyed)
 		return gone(sb, err);
 	if (!sb->ops->set_timeout)
-		return sbx_error_set(err, -ENOSYS, "%s: set_timeout is not supported", sb->ops->name);
+		return sbx__unsupported(sb->ops, "set_timeout", err);
 	return sb->ops->set_timeout(sb->impl, ttl_s, err);
 }
 
@@ -289,7 +302,7 @@ int sbx_sandbox_list(sbx_sandbox_info **out, size_t *n_out, sbx_runtime *rt, con
 	if (r < 0)
 		return r;
 	if (!ops->list)
-		return sbx_error_set(err, -ENOSYS, "%s: list is not supported", ops->name);
+		return sbx__unsupported(ops, "list", err);
 	sbx_sandbox_info *v = NULL;
 	size_t n = 0;
 	r = ops->list(&v, &n, ctx, err);

@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sbx/sys/provider.h>
+
 #include "../util/alloc.h"
 #include "../util/cleanup.h"
 #include "../util/fs.h"
@@ -213,7 +215,7 @@ static void create(struct srv_req *r, int v2)
 		free(l);
 	}
 	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
-	o.provider = "local";
+	o.provider = sbx_provider_host()->name;
 	o.image = image;
 	o.cpus = srv->cfg.cpus;
 	o.memory_mb = srv->cfg.memory_mb; /* 0: the provider's default, which limits() reports */

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sbx/sys/provider.h>
+
 #include "../util/alloc.h"
 #include "../util/cleanup.h"
 #include "../util/fs.h"
@@ -163,7 +165,7 @@ static void reap_dead(struct server *srv)
 	const char *filter[] = { label, NULL };
 	sbx_sandbox_info *v = NULL;
 	size_t n = 0;
-	if (sbx_sandbox_list(&v, &n, srv->rt, "local", filter, NULL) < 0)
+	if (sbx_sandbox_list(&v, &n, srv->rt, sbx_provider_host()->name, filter, NULL) < 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(v[i].state, "dead") != 0)

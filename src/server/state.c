@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sbx/sys/provider.h>
+
 #include "../util/alloc.h"
 #include "../util/cleanup.h"
 #include "../util/fs.h"
@@ -132,7 +134,7 @@ static struct srv_sandbox *from_row(const char *id, const char *data)
 static void reap_id(struct server *srv, const char *id, const char *why)
 {
 	sbx_error *e = NULL;
-	int r = sbx_sandbox_destroy_id(srv->rt, "local", id, &e);
+	int r = sbx_sandbox_destroy_id(srv->rt, sbx_provider_host()->name, id, &e);
 	if (r < 0 && r != -ENOENT)
 		SBX_LOGW("serve: reap %s: %s", id, e ? e->msg : "?");
 	sbx_error_free(e);
@@ -161,7 +163,7 @@ static void adopt_rows(struct server *srv, size_t *adopted, size_t *reaped)
 	for (size_t i = 0; i < n; i++) {
 		struct srv_sandbox *s = from_row(ids[i], datas[i]);
 		sbx_error *e = NULL;
-		if (s && sbx_sandbox_open(&s->sb, srv->rt, "local", s->id, &e) == 0 &&
+		if (s && sbx_sandbox_open(&s->sb, srv->rt, sbx_provider_host()->name, s->id, &e) == 0 &&
 		    (s->paused || s->end_at <= 0 || s->end_at > now)) {
 			sbx__srv_sandbox_insert(srv, s);
 			(*adopted)++;
@@ -189,7 +191,7 @@ int sbx__srv_state_reconcile(struct server *srv, sbx_error **err)
 	const char *filter[] = { label, NULL };
 	sbx_sandbox_info *v = NULL;
 	size_t n = 0;
-	int r = sbx_sandbox_list(&v, &n, srv->rt, "local", filter, err);
+	int r = sbx_sandbox_list(&v, &n, srv->rt, sbx_provider_host()->name, filter, err);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n; i++) {

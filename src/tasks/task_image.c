@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A task's image: the prebuilt docker_image when the store has it, else a
- * build of environment/ (E2B templates for the e2b backend), else a pull.
- * Used by the episode's resolve stage and by bakes.
+ * A task's image: what the episode's provider turns the task's environment
+ * into (its description's task_image: an E2B template, ...), else, for
+ * providers on the host's image store, the prebuilt docker_image when the
+ * store has it, else a build of environment/, else a pull. Used by the
+ * episode's resolve stage and by bakes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,41 +12,38 @@
 
 #include <sbx/backend.h>
 #include <sbx/image.h>
+#include <sbx/sys/provider.h>
 #include <sbx/template.h>
 
-#include "providers/e2b/e2b_template.h"
 #include "tasks/task_int.h"
 #include "util/alloc.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
 
-/* Images for the e2b backend (alias agentenv) are E2B templates, built on
- * the endpoint through its template build API (docs/providers.md). The
- * backend is the episode's provider, else the one the environment names. */
-static int for_e2b(const char *provider)
+/* The episode's provider, else the backend the environment names. */
+static const sbx_provider_desc *provider_of(const char *provider)
 {
 	if (provider)
-		return sbx__e2b_backend_is(provider);
+		return sbx_provider_describe(provider);
 	char *b = NULL;
-	int is = sbx_backend_resolve(&b, NULL, NULL) == 0 && sbx__e2b_backend_is(b);
+	const sbx_provider_desc *d = sbx_backend_resolve(&b, NULL, NULL) == 0 ? sbx_provider_describe(b) : NULL;
 	free(b);
-	return is;
+	return d;
 }
 
-static int resolve_e2b(sbx_task_image *out, sbx_runtime *rt, const sbx_task *t, int force,
-		       double timeout_s, sbx_output_fn on_output, void *payload, sbx_error **err)
+static int resolve_by_provider(sbx_task_image *out, sbx_runtime *rt, const sbx_provider_desc *d,
+			       const sbx_task *t, int force, double timeout_s, sbx_output_fn on_output,
+			       void *payload, sbx_error **err)
 {
 	_cleanup_free_ char *ctx = t->has_dockerfile ? xasprintf("%s/environment", t->dir) : NULL;
-	struct sbx_e2b_template_opts o = { .context_dir = ctx, .docker_image = t->docker_image,
-					   .slug = t->name, .cpus = t->cpus, .memory_mb = t->memory_mb,
-					   .timeout_s = timeout_s, .force = force, .on_output = on_output,
-					   .payload = payload };
+	sbx_task_env env = { .dir = t->dir, .context_dir = ctx, .docker_image = t->docker_image,
+			     .slug = t->name, .cpus = t->cpus, .memory_mb = t->memory_mb,
+			     .storage_mb = t->storage_mb, .timeout_s = timeout_s, .force = force,
+			     .on_output = on_output, .payload = payload };
 	double t0 = sbx__now_mono();
-	int cached = 0;
-	int r = sbx__e2b_template_ensure(&out->image, &cached, rt, &o, err);
+	int r = d->task_image(&out->image, &out->how, rt, &env, err);
 	if (r < 0)
-		return sbx_error_prefix(err, r, "e2b template of %s", t->dir);
-	out->how = xstrdup(cached ? "cached" : "built");
+		return r;
 	out->seconds = sbx__now_mono() - t0;
 	return 0;
 }
@@ -54,8 +53,9 @@ int sbx__task_resolve(sbx_task_image *out, sbx_runtime *rt, const sbx_task *t, i
 		      sbx_error **err)
 {
 	memset(out, 0, sizeof(*out));
-	if (for_e2b(provider))
-		return resolve_e2b(out, rt, t, force, timeout_s, on_output, payload, err);
+	const sbx_provider_desc *d = provider_of(provider);
+	if (d && d->task_image)
+		return resolve_by_provider(out, rt, d, t, force, timeout_s, on_output, payload, err);
 	double t0 = sbx__now_mono();
 	if (force && !t->has_dockerfile)
 		force = 0;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <sbx/sandbox.h>
+#include <sbx/sys/provider.h>
 
 #include "images/store.h"
 #include "util/alloc.h"
@@ -379,7 +380,7 @@ static int run_step(struct build *b, struct state *st, const struct df_step *s, 
 				     "(the image has no layers)", b->f->path, s->line);
 	const char *labels[] = { "sbx.build=1", NULL };
 	sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
-	so.provider = "local";
+	so.provider = sbx_provider_host()->name;
 	so.image = st->record;
 	so.cpus = b->o->cpus;
 	so.memory_mb = b->o->memory_mb;

@@ -342,9 +342,12 @@ static int e_resume(void *h, sbx_error **err)
 	return r;
 }
 
+extern const sbx_provider_desc sbx_provider_e2b_desc;
+
 const sbx_provider_ops sbx_provider_e2b = {
 	.version = SBX_PROVIDER_OPS_VERSION,
 	.name = "e2b",
+	.desc = &sbx_provider_e2b_desc,
 	.init = e_init,
 	.fini = e_fini,
 	.create = e_create,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Template builds on E2B, for the task layer (src/tasks routes a task's
- * image resolve here when the backend is e2b/agentenv). The alias is
+ * Template builds on E2B: the e2b provider's task_image (desc.c), which the
+ * task layer calls through the registry when the backend is e2b/agentenv. The alias is
  * "<slug>-<10 hex>" of a digest over the base image, the build user (root),
  * every step with the content of its COPY sources, and the resources, so
  * an unchanged task maps to the same E2B template and is never built twice.
@@ -24,9 +24,6 @@ struct sbx_e2b_template_opts {
 	sbx_output_fn on_output;   /* build log, fd 2 */
 	void *payload;
 };
-
-/* 1 when NAME (trimmed, any case) is the e2b backend or its alias agentenv. */
-int sbx__e2b_backend_is(const char *name);
 
 /*
  * Makes sure the template of a task exists on the E2B endpoint in the

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 
-#include "../../templates/templates_int.h"
+#include "../../templates/dockerfile.h"
 #include "../../util/alloc.h"
 #include "../../util/cleanup.h"
 #include "../../util/fs.h"
@@ -53,14 +53,6 @@ static void plan_clear(struct plan *p)
 	}
 	free(p->copies);
 	memset(p, 0, sizeof(*p));
-}
-
-int sbx__e2b_backend_is(const char *name)
-{
-	if (!name)
-		return 0;
-	_cleanup_free_ char *n = sbx__str_lower(sbx__str_trim(xstrdup(name)));
-	return !strcmp(n, "e2b") || !strcmp(n, "agentenv");
 }
 
 static void add_step(struct plan *p, const char *type, json_t *args)

@@ -167,9 +167,35 @@ static int f_destroy_id(void *ctx, const char *id, sbx_error **err)
 	return base()->destroy_id(ctx, id, err);
 }
 
+/* Its doctor check: what it wraps, and what it injects now. */
+static void f_doctor(const sbx_doctor_ctx *d)
+{
+	pthread_mutex_lock(&lock);
+	sbx_faulty_config c = cfg;
+	pthread_mutex_unlock(&lock);
+	d->emit(d->payload, base() != NULL, "base", "wraps the local provider");
+	d->emit(d->payload, 1, "injection", "throttle %.2f, error %.2f, exec failure %.2f, slow %.0f ms",
+		c.throttle_rate, c.error_rate, c.exec_fail_rate, c.slow_ms);
+}
+
+/* Injected throttles are typed (-EAGAIN, HTTP 429) and the core sees them;
+ * this pattern also marks the message a real wrapper might log. */
+static const char *const throttle_patterns[] = { "injected throttle", NULL };
+
+static const sbx_provider_desc faulty_desc = {
+	.name = "faulty",
+	.title = "faulty (local with injected failures)",
+	.caps = SBX_PROVIDER_CAP_TTL_EXTEND | SBX_PROVIDER_CAP_NET_NONE | SBX_PROVIDER_CAP_NET_HOST |
+		SBX_PROVIDER_CAP_NET_INTERNET,
+	.throttle_patterns = throttle_patterns,
+	.doctor = f_doctor,
+	/* No credential, no endpoint; task_image NULL: the host's image store, as local. */
+};
+
 static const sbx_provider_ops faulty_ops = {
 	.version = SBX_PROVIDER_OPS_VERSION,
 	.name = "faulty",
+	.desc = &faulty_desc,
 	.init = f_init, .fini = f_fini, .create = f_create, .open = f_open, .exec = f_exec,
 	.write_file = f_write, .read_file = f_read, .upload = f_upload, .download = f_download,
 	.set_timeout = f_set_timeout, .destroy = f_destroy, .close = f_close, .list = f_list,

@@ -633,9 +633,12 @@ static int l_resume(void *h, sbx_error **err)
 	return sbx__cg_freeze(&sb->ctx->cg, sb->id, 0, err);
 }
 
+extern const sbx_provider_desc sbx_provider_local_desc;
+
 const sbx_provider_ops sbx_provider_local = {
 	.version = SBX_PROVIDER_OPS_VERSION,
 	.name = "local",
+	.desc = &sbx_provider_local_desc,
 	.init = local_init,
 	.fini = local_fini,
 	.create = local_create,
