@@ -14,10 +14,9 @@ while IFS= read -r f; do
          echo "  ^ raw malloc/realloc outside util/alloc.c in $f"; bad=1; fi ;;
   esac
   # The environment is read through the knob table (src/util/config.h).
-  # create.c and credentials.c: until their provider-description rewrite lands.
   # init/: the static init binary does not link libsbx (and reads no env).
   case "$f" in
-    src/util/config.[ch]|src/core/create.c|src/core/credentials.c|src/providers/local/init/*) ;;
+    src/util/config.[ch]|src/providers/local/init/*) ;;
     *) if grep -nE '(^|[^_a-z])(secure_)?getenv[[:space:]]*\(' "$f" | grep -v 'checksrc: allow'; then
          echo "  ^ raw getenv in $f: use sbx__env (src/util/config.h) and add the knob to src/util/config.c"; bad=1; fi ;;
   esac

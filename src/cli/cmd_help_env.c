@@ -20,9 +20,9 @@ static const struct {
 	const char *name, *what;
 } components[] = {
 	{ "core", "src/core: the runtime, the create pipeline, keepalive" },
-	{ "local", "the local provider (src/providers/local): namespaces, cgroups, network, scratch" },
+	{ "providers/local", "the local provider (src/providers/local): namespaces, cgroups, network, scratch" },
 	{ "images", "the image store's registry pulls (src/images)" },
-	{ "e2b", "the E2B provider (src/providers/e2b): E2B Cloud, AgentENV, `sbx serve`" },
+	{ "providers/e2b", "the E2B provider (src/providers/e2b): E2B Cloud, AgentENV, `sbx serve`" },
 	{ "server", "`sbx serve`, the E2B-compatible server (src/server, src/cli/cmd_serve.c)" },
 	{ "cli", "the command-line tool (src/cli)" },
 	{ "tasks", "Harbor tasks and episodes (src/tasks)" },

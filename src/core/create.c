@@ -66,7 +66,7 @@ void sbx_cancel_free(sbx_cancel *c)
 
 static double env_double(const char *name, double def)
 {
-	const char *v = getenv(name);
+	const char *v = sbx__env_dyn(name);
 	if (!v || !*v)
 		return def;
 	char *end;
@@ -82,7 +82,7 @@ static unsigned max_retries(const char *provider)
 		*p = (char)toupper((unsigned char)*p);
 	const char *names[] = { "SBX_CREATE_MAX_RETRIES", var };
 	for (size_t i = 0; i < 2; i++) {
-		const char *v = getenv(names[i]);
+		const char *v = sbx__env_dyn(names[i]);
 		uint64_t n;
 		if (v && sbx__parse_u64(&n, v) == 0 && n < 1000)
 			return (unsigned)n;
@@ -139,9 +139,9 @@ static int is_throttle(const sbx_provider_desc *d, const sbx_error *e)
 	for (size_t i = 0; d && d->throttle_patterns && d->throttle_patterns[i]; i++)
 		if (contains_ci(msg, d->throttle_patterns[i]))
 			return 1;
-	const char *extra = getenv("SBX_THROTTLE_PATTERNS");
+	const char *extra = sbx__env("SBX_THROTTLE_PATTERNS");
 	if (!extra && d && d->throttle_env)
-		extra = getenv(d->throttle_env);
+		extra = sbx__env_dyn(d->throttle_env);
 	return matches_list(msg, extra);
 }
 
@@ -154,9 +154,9 @@ static char **with_labels(const sbx_sandbox_opts *o, const char *task)
 		_cleanup_free_ char *kv = xasprintf("sbx.task=%s", task);
 		sbx__strv_setenv(&v, kv);
 	}
-	const char *launcher = getenv("SBX_LAUNCHER");
+	const char *launcher = sbx__env("SBX_LAUNCHER");
 	if (!launcher || !*launcher)
-		launcher = getenv("OPENENV_LAUNCHER");
+		launcher = sbx__env("OPENENV_LAUNCHER");
 	char buf[256];
 	struct passwd pw, *res = NULL;
 	if ((!launcher || !*launcher) && getpwuid_r(geteuid(), &pw, buf, sizeof(buf), &res) == 0 && res)
@@ -164,9 +164,9 @@ static char **with_labels(const sbx_sandbox_opts *o, const char *task)
 	_cleanup_free_ char *l = xasprintf("sbx.launcher=%s", launcher && *launcher ? launcher : "unknown");
 	if (sbx__strv_find_key(v, "sbx.launcher") < 0)
 		sbx__strv_push(&v, l);
-	const char *run = getenv("SBX_RUN_ID");
+	const char *run = sbx__env("SBX_RUN_ID");
 	if (!run || !*run)
-		run = getenv("OPENENV_RUN_ID");
+		run = sbx__env("OPENENV_RUN_ID");
 	if (run && *run && sbx__strv_find_key(v, "sbx.run_id") < 0) {
 		_cleanup_free_ char *kv = xasprintf("sbx.run_id=%s", run);
 		sbx__strv_push(&v, kv);

@@ -22,6 +22,7 @@
 
 #include "../tasks/toml.h" /* generic TOML 1.0 parser, for profile files (~/.modal.toml) */
 #include "../util/alloc.h"
+#include "../util/config.h"
 #include "../util/cleanup.h"
 #include "../util/fs.h"
 #include "../util/log.h"
@@ -62,11 +63,11 @@ int sbx_backend_resolve(char **out, const char *flag, sbx_error **err)
 	const char *src = "--backend";
 	const char *v = flag;
 	if (!v || !*v) {
-		v = getenv("SBX_BACKEND");
+		v = sbx__env("SBX_BACKEND");
 		src = "SBX_BACKEND";
 	}
 	if (!v || !*v) {
-		v = getenv("OPENENV_SANDBOX_BACKEND");
+		v = sbx__env("OPENENV_SANDBOX_BACKEND");
 		src = "OPENENV_SANDBOX_BACKEND";
 	}
 	_cleanup_free_ char *name = xstrdup(v ? v : "");
@@ -99,7 +100,7 @@ void sbx_credential_clear(sbx_credential *c)
 
 static char *home_path(const char *rel)
 {
-	const char *home = getenv("HOME");
+	const char *home = sbx__env("HOME");
 	return xasprintf("%s/%s", home && *home ? home : "/root", rel);
 }
 
@@ -126,7 +127,7 @@ static int read_profile(sbx_credential *c, const sbx_provider_cred *s, const cha
 	int r = sbx__toml_parse_file(&doc, path, err);
 	if (r < 0)
 		return r;
-	const char *want = s->profile_var ? getenv(s->profile_var) : NULL;
+	const char *want = s->profile_var ? sbx__env_dyn(s->profile_var) : NULL;
 	const sbx_toml *prof = NULL;
 	const char *name = NULL;
 	for (size_t i = 0; i < sbx__toml_len(doc); i++) {
@@ -213,7 +214,7 @@ int sbx_credential_resolve(sbx_credential *out, const char *backend, sbx_error *
 	const sbx_provider_cred *s = d->cred;
 	out->backend = xstrdup(d->name);
 	if (d->endpoint_var) {
-		const char *e = getenv(d->endpoint_var);
+		const char *e = sbx__env_dyn(d->endpoint_var);
 		out->endpoint = e && *e ? xstrdup(e) : NULL;
 		out->endpoint_label = xstrdup(d->endpoint_label ? d->endpoint_label : "endpoint");
 	}
@@ -222,16 +223,16 @@ int sbx_credential_resolve(sbx_credential *out, const char *backend, sbx_error *
 	out->file_var = xstrdup(s->file_var);
 	size_t have = 0;
 	for (size_t i = 0; i < n_keys(s); i++) {
-		const char *v = getenv(s->key_vars[i]);
+		const char *v = sbx__env_dyn(s->key_vars[i]);
 		have += v && *v;
 	}
 	if (have == n_keys(s)) {
 		out->source = SBX_CRED_ENV;
 		for (size_t i = 0; i < n_keys(s); i++)
-			add_value(out, getenv(s->key_vars[i]));
+			add_value(out, sbx__env_dyn(s->key_vars[i]));
 		return 0;
 	}
-	const char *named = getenv(s->file_var);
+	const char *named = sbx__env_dyn(s->file_var);
 	char *path = named && *named ? xstrdup(named) : home_path(s->default_path);
 	int r;
 	if (access(path, R_OK) != 0) {
@@ -263,7 +264,7 @@ int sbx_backend_forward_env(char ***out, char **note_out, const char *backend, s
 	const sbx_provider_cred *s = d->cred;
 	char **lines = NULL;
 	for (size_t i = 0; s && i < SBX_ARRAY_SIZE(s->forward) && s->forward[i]; i++) {
-		const char *v = getenv(s->forward[i]);
+		const char *v = sbx__env_dyn(s->forward[i]);
 		if (!v || !*v)
 			continue;
 		if (strchr(v, '@')) {
