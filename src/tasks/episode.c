@@ -398,8 +398,8 @@ int sbx__episode_start(sbx_episode **out, sbx_runtime *rt, const sbx_task *task,
 	}
 	if (!rt || !task)
 		return sbx_error_set(err, -EINVAL, "episode: runtime and task are required");
-	const sbx_agent_ops *agent;
-	int r = sbx_agent_lookup(&agent, o.agent ? o.agent : "oracle", err);
+	const sbx_agent_ops *agent = sbx__agent_default();
+	int r = o.agent ? sbx_agent_lookup(&agent, o.agent, err) : 0;
 	if (r < 0)
 		return r;
 	if (o.max_episode_s <= 0)

@@ -103,7 +103,7 @@ int sbx_episode_run_batch(sbx_episode_result *results, sbx_runtime *rt,
 	    opts->episode.version != SBX_EPISODE_OPTS_VERSION)
 		return sbx_error_set(err, -EINVAL, "batch opts: missing or unknown version");
 	const sbx_agent_ops *agent;
-	if (sbx_agent_lookup(&agent, opts->episode.agent ? opts->episode.agent : "oracle", err) < 0)
+	if (opts->episode.agent && sbx_agent_lookup(&agent, opts->episode.agent, err) < 0)
 		return -EINVAL;
 	memset(results, 0, n * sizeof(*results));
 	struct pool p = { .lock = PTHREAD_MUTEX_INITIALIZER, .n = n, .work = episode_work,

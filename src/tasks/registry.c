@@ -3,7 +3,8 @@
  * The connector and agent registries: a static table of the built-in ones
  * (the one place that names them) plus runtime registration for
  * out-of-tree ones. Lookup is by exact name (agents: or alias); the first
- * connector is the default of sbx_task_load().
+ * connector is the default of sbx_task_load(), the first agent (the oracle)
+ * that of episodes.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -130,6 +131,14 @@ const sbx_connector_ops *sbx__connector_default(void)
 {
 	pthread_mutex_lock(&lock);
 	const sbx_connector_ops *r = connectors[0];
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+const sbx_agent_ops *sbx__agent_default(void)
+{
+	pthread_mutex_lock(&lock);
+	const sbx_agent_ops *r = agents[0];
 	pthread_mutex_unlock(&lock);
 	return r;
 }

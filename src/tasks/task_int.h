@@ -21,6 +21,8 @@ int sbx__task_resolve(sbx_task_image *out, sbx_runtime *rt, const sbx_task *t, i
 
 /* registry.c: the connector sbx_task_load() falls back to (the first one). */
 const sbx_connector_ops *sbx__connector_default(void);
+/* registry.c: the agent of episodes that name none (the first one). */
+const sbx_agent_ops *sbx__agent_default(void);
 
 /* The episode's whole wall clock from the environment (see sbx_episode_opts). */
 double sbx__episode_default_max_s(void);
