@@ -26,7 +26,10 @@ extern "C" {
 
 struct sbx_connector_ops;
 
-/** A loaded task. Every field is owned by the task; read it, never free it. */
+/** A loaded task. Every field is owned by the task; read it, never free it.
+ *  The fields are Harbor's vocabulary, which every connector fills as far as
+ *  its format has them; toml_path, schema_version, legacy and registry_name
+ *  are Harbor's own (NULL or 0 for other formats). */
 typedef struct sbx_task {
 	char *name;                  /**< directory basename ("fix-git") */
 	char *dir;                   /**< absolute task directory */
