@@ -6,7 +6,8 @@
  * on a foreign task format, steps bounded by their own timeout, the agent
  * limit and the episode clock, end reasons and metrics in the record, the
  * connector's record fields, kept logs, and steps refused outside the agent
- * phase.
+ * phase, and the CLI resolving connector and agent names through the
+ * registries.
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sbx/sys/connector.h>
@@ -333,4 +335,57 @@ Test(connector, failing_agent_is_agent_error)
 	cr_assert_eq(n, 0, "%zu episode sandboxes left", n);
 	sbx_sandbox_info_free(v, n);
 	sbx_episode_result_free(&r);
+}
+
+/* ---- the CLI resolves names through the registries ---- */
+
+static int sbx_cli(char **out, const char *args)
+{
+	const char *b = getenv("SBX_BUILD_ROOT");
+	const char *src = getenv("SBX_SOURCE_ROOT");
+	cr_assert(b && src);
+	char *cmd = NULL;
+	cr_assert(asprintf(&cmd, "cd '%s' && SBX_STATE_DIR='%s' SBX_IMAGE_DIR='%s' '%s/src/cli/sbx' %s 2>&1",
+			   src, sbx_runtime_state_dir(rt), sbx_runtime_image_dir(rt), b, args) > 0);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	size_t cap = 1 << 16, len = 0, n;
+	char *buf = calloc(1, cap);
+	while ((n = fread(buf + len, 1, cap - 1 - len, p)) > 0)
+		len += n;
+	int st = pclose(p);
+	free(cmd);
+	*out = buf;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+Test(connector, cli_unknown_names_list_the_registered_ones)
+{
+	static const struct { const char *args, *want; } cases[] = {
+		{ "smoke --connector nope --backend local", "connector 'nope' is not supported (known: harbor)" },
+		{ "smoke --backend local", "--connector is required (known: harbor)" },
+		{ "smoke --connector harbor --backend local --agent claude",
+		  "unknown agent 'claude' (known: oracle, nop; golden = oracle)" },
+		{ "golden tests/fixtures/tasks --all --connector nope", "unknown connector 'nope' (known: harbor)" },
+		{ "bake tests/fixtures/tasks --all --connector nope", "unknown connector 'nope' (known: harbor)" },
+		{ "task check --connector nope tests/fixtures/tasks", "unknown connector 'nope' (known: harbor)" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *out;
+		int rc = sbx_cli(&out, cases[i].args);
+		cr_assert_eq(rc, 2, "%s -> %d: %s", cases[i].args, rc, out);
+		cr_assert_not_null(strstr(out, cases[i].want), "%s:\n%s", cases[i].args, out);
+		free(out);
+	}
+	char *out;
+	cr_assert_eq(sbx_cli(&out, "smoke --help"), 0);
+	cr_assert_not_null(strstr(out, "connectors: harbor\nagents: oracle, nop"), "%s", out);
+	free(out);
+	cr_assert_eq(sbx_cli(&out, "task check --connector harbor tests/fixtures/tasks/pass"), 0, "%s", out);
+	free(out);
+	cr_assert_eq(sbx_cli(&out, "smoke --connector harbor --backend local --agent nop "
+			     "--tasks-dir tests/fixtures/tasks --task reward-fraction"), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "agent=nop"), "%s", out);
+	cr_assert_not_null(strstr(out, "nop agent"), "%s", out);
+	free(out);
 }
