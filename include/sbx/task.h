@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /**
  * @file task.h
- * Harbor task directories and Harbor-faithful episodes.
+ * Task directories and episodes.
  *
- * A task directory holds `instruction.md`, `task.toml` (legacy `version = "1.0"`
- * or `schema_version` 1.x), `environment/` (a Dockerfile, or
+ * A task directory is read by a connector (include/sbx/sys/connector.h); the
+ * built-in one is Harbor's: `instruction.md`, `task.toml` (legacy
+ * `version = "1.0"` or `schema_version` 1.x), `environment/` (a Dockerfile, or
  * `[environment].docker_image`), `tests/test.sh` and optionally
  * `solution/solve.sh`. An episode creates a sandbox from the task's image, runs
- * an agent (the oracle replays `solution/`), then uploads `tests/` and reads the
- * reward the verifier wrote. Rules and defaults: docs/tasks.md.
+ * an agent (the oracle replays the solution), then lets the connector verify
+ * (Harbor: upload `tests/`, read the reward the verifier wrote). Rules and
+ * defaults: docs/tasks.md.
  */
 #ifndef SBX_TASK_H
 #define SBX_TASK_H
@@ -22,7 +24,12 @@
 extern "C" {
 #endif
 
-/** A loaded task. Every field is owned by the task; read it, never free it. */
+struct sbx_connector_ops;
+
+/** A loaded task. Every field is owned by the task; read it, never free it.
+ *  The fields are Harbor's vocabulary, which every connector fills as far as
+ *  its format has them; toml_path, schema_version, legacy and registry_name
+ *  are Harbor's own (NULL or 0 for other formats). */
 typedef struct sbx_task {
 	char *name;                  /**< directory basename ("fix-git") */
 	char *dir;                   /**< absolute task directory */
@@ -51,11 +58,15 @@ typedef struct sbx_task {
 	char *agent_user;            /**< NULL = image default user */
 	char *verifier_user;         /**< NULL = root */
 	char **warnings;             /**< non-fatal findings (unknown keys, ...), NULL-terminated */
+	const struct sbx_connector_ops *connector; /**< the format it was read as */
+	void *connector_data;        /**< the connector's own, or NULL */
 } sbx_task;
 
 /**
- * Loads and validates a task directory. `${VAR}` and `${VAR:-default}` in the
- * env tables are expanded from this process's environment.
+ * Loads and validates a task directory with the connector that claims it
+ * (the first registered, Harbor, when none does: its errors name what is
+ * missing). Harbor: `${VAR}` and `${VAR:-default}` in the env tables are
+ * expanded from this process's environment.
  * @param out owned; free with sbx_task_free().
  * @return 0; -ENOENT (a required file is missing: the message names it);
  *         -EINVAL (bad TOML or a bad value: "<dir>/task.toml:LINE:COL: ..." for
@@ -63,12 +74,19 @@ typedef struct sbx_task {
  */
 int sbx_task_load(sbx_task **out, const char *dir, sbx_error **err);
 
+/**
+ * sbx_task_load() with a named connector ("harbor"); NULL = sbx_task_load().
+ * @return as sbx_task_load(), or -EINVAL (unknown connector: the message
+ *         lists the registered ones).
+ */
+int sbx_task_load_as(sbx_task **out, const char *connector, const char *dir, sbx_error **err);
+
 /** Frees a task; NULL is fine. */
 void sbx_task_free(sbx_task *task);
 
 /**
- * Lists the task directories (subdirectories holding task.toml) of a tasks
- * directory, sorted by name.
+ * Lists the task directories (subdirectories a connector claims; Harbor's
+ * hold task.toml) of a tasks directory, sorted by name.
  * @param names_out owned NULL-terminated vector of basenames; free each string
  *        and the vector with free(), or with sbx_task_names_free().
  * @return 0, -ENOENT (no such directory), -ENOTDIR.
@@ -141,7 +159,8 @@ typedef void (*sbx_episode_stage_fn)(const char *task, sbx_episode_stage stage, 
 typedef struct sbx_episode_opts {
 	unsigned version;           /**< SBX_EPISODE_OPTS_VERSION */
 	const char *provider;       /**< NULL = the runtime's default */
-	const char *agent;          /**< "oracle" (NULL) or "nop" (does nothing) */
+	const char *agent;          /**< a registered agent (sys/connector.h): "oracle"
+	                                 (NULL, replays the solution) or "nop" (does nothing) */
 	double max_episode_s;       /**< whole-episode wall clock; 0 = $SBX_MAX_EPISODE_S,
 	                                 else $OPENENV_MAX_ROLLOUT_TIME_SECONDS, else 3600 */
 	double agent_timeout_s;     /**< > 0 overrides `[agent].timeout_sec` */
@@ -158,7 +177,7 @@ typedef struct sbx_episode_opts {
 /** The outcome of one episode. Owned strings; free with sbx_episode_result_free(). */
 typedef struct sbx_episode_result {
 	char *task;                 /**< task name */
-	char *agent;                /**< "oracle" or "nop" */
+	char *agent;                /**< the agent's registered name ("oracle", "nop") */
 	sbx_episode_status status;
 	int has_reward;             /**< 1 when `reward` is meaningful */
 	double reward;              /**< "reward" metric (see docs/tasks.md) */
@@ -176,12 +195,17 @@ typedef struct sbx_episode_result {
 	double stage_seconds[SBX_EPISODE_STAGES]; /**< 0 for skipped stages */
 	double total_seconds;
 	char *logs_dir;             /**< where the logs were kept, or NULL */
-	char *agent_log_tail;       /**< last few KiB of /logs/agent/oracle.txt, or NULL */
-	char *verifier_log_tail;    /**< last few KiB of test-stdout.txt, or NULL */
+	char *agent_log_tail;       /**< last few KiB of the agent's log (oracle: oracle.txt), or NULL */
+	char *verifier_log_tail;    /**< last few KiB of the verifier's output, or NULL */
+	char *end_reason;           /**< why the agent stopped, when it says (NULL: oracle, nop) */
+	char *agent_metrics_json;   /**< the agent's metrics (JSON object text), or NULL */
+	char *extra_json;           /**< the connector's extra record fields (JSON object), or NULL */
 } sbx_episode_result;
 
 /**
- * Runs one episode: resolve → create → agent → verify → destroy. Failures of
+ * Runs one episode: resolve → create → agent → verify → destroy, the task's
+ * connector giving the sandbox spec, the agent's inputs and the verifier, the
+ * agent (opts->agent) playing the agent phase. Failures of
  * the episode itself are reported in `out->status`, not as a return code.
  * `task` and `opts` are borrowed for the call only: a create cut by the
  * episode clock goes on in the background on its own copy of the spec and

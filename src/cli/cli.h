@@ -57,6 +57,9 @@ bool cli_is_help(const char *s);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* True when stdout is a terminal (progress bars). */
 bool cli_tty(void);
+/* --connector NAME for golden/bake/task check (cmd_golden.c): 0 when NULL or
+ * registered, else an exit code after printing the registered names. */
+int cli_check_connector(const char *name, const char *cmd);
 /* Task selection for golden/bake: --tasks A,B or --all under TASKS_DIR (cmd_golden.c).
  * Returns 0 with an owned strv, or an exit code after printing. */
 int cli_select_tasks(char ***names_out, const char *cmd, const char *tasks_dir,

@@ -15,7 +15,8 @@
 #include "util/str.h"
 
 static const char bake_usage[] =
-	"usage: sbx bake TASKS_DIR (--tasks A,B,... | --all) [--force] [--jobs N] [--backend B]\n\n"
+	"usage: sbx bake TASKS_DIR (--tasks A,B,... | --all) [--force] [--jobs N] [--backend B]\n"
+	"                [--connector NAME]\n\n"
 	"Builds (or finds) the image of each Harbor task so episodes start without a\n"
 	"build: docker_image when it is in the store, else a template build of\n"
 	"environment/ (cached: an unchanged task is never built twice), else a pull.\n"
@@ -26,7 +27,8 @@ static const char bake_usage[] =
 	"  --force           rebuild from environment/ even if cached or prebuilt\n"
 	"  --jobs N          builds at a time (default 2)\n"
 	"  --backend B       where the images go: local (the store), or e2b/agentenv\n"
-	"                    (E2B templates built through the endpoint's build API)\n\n"
+	"                    (E2B templates built through the endpoint's build API)\n"
+	"  --connector NAME  read the tasks as this format (default: each task's own)\n\n"
 	"exit status: 0 when every image is ready, 1 otherwise, 2 on bad arguments.\n";
 
 struct bake {
@@ -56,9 +58,9 @@ int cmd_bake(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' }, { "tasks", required_argument, NULL, 't' },
 		{ "all", no_argument, NULL, 'a' }, { "force", no_argument, NULL, 'f' },
 		{ "jobs", required_argument, NULL, 'j' }, { "backend", required_argument, NULL, 'b' },
-		{ NULL, 0, NULL, 0 },
+		{ "connector", required_argument, NULL, 'C' }, { NULL, 0, NULL, 0 },
 	};
-	const char *list = NULL, *backend = NULL;
+	const char *list = NULL, *backend = NULL, *connector = NULL;
 	bool all = false;
 	int force = 0;
 	long jobs = 2;
@@ -73,6 +75,7 @@ int cmd_bake(int argc, char **argv)
 		case 'a': all = true; break;
 		case 'f': force = 1; break;
 		case 'b': backend = optarg; break;
+		case 'C': connector = optarg; break;
 		case 'j':
 			jobs = strtol(optarg, &end, 10);
 			if (*end || end == optarg || jobs < 1 || jobs > 64)
@@ -84,6 +87,9 @@ int cmd_bake(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return cli_usage_error("bake", "expected one TASKS_DIR");
+	int cr = cli_check_connector(connector, "bake");
+	if (cr)
+		return cr;
 	if (backend) {
 		/* The canonical name becomes the runtime's default: image
 		 * resolution follows it (e2b: templates on the endpoint). */
@@ -112,7 +118,7 @@ int cmd_bake(int argc, char **argv)
 	for (size_t i = 0; i < n; i++) {
 		char *td = xasprintf("%s/%s", dir, names[i]);
 		sbx_error *err = NULL;
-		if (sbx_task_load(&tasks[nt], td, &err) < 0) {
+		if (sbx_task_load_as(&tasks[nt], connector, td, &err) < 0) {
 			printf("  %-32s ERROR  load: %s\n", names[i], err ? err->msg : "failed");
 			b.failed++;
 			b.done++;

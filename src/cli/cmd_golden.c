@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sbx/sys/connector.h>
+
 #include "cli.h"
 #include "util/alloc.h"
 #include "util/fs.h"
@@ -21,8 +23,9 @@
 
 static const char golden_usage[] =
 	"usage: sbx golden TASKS_DIR (--tasks A,B,... | --all) [options]\n\n"
-	"Runs the oracle agent (solution/solve.sh) of each Harbor task in its own sandbox\n"
-	"and grades it with tests/test.sh. Prints one line per task:\n"
+	"Runs the oracle agent (the reference solution; Harbor: solution/solve.sh) of each\n"
+	"task in its own sandbox and grades it with the task's verifier (Harbor:\n"
+	"tests/test.sh). Prints one line per task:\n"
 	"  [1|0|ERR] TASK  EXIT_STATUS reward=R SECONDS\n"
 	"then 'golden pass P/S scored (E errored)'.\n\n"
 	"options:\n"
@@ -36,9 +39,20 @@ static const char golden_usage[] =
 	"  --logs-dir DIR       keep each task's /logs tree in DIR/TASK\n"
 	"                       (default with --logs: $SBX_STATE_DIR/runs/golden-TIME)\n"
 	"  --backend NAME       provider (default: local)\n"
+	"  --connector NAME     read the tasks as this format (default: each task's own;\n"
+	"                       registered: see 'sbx smoke --help')\n"
 	"  --max-episode-s S    wall clock per episode (default $SBX_MAX_EPISODE_S or 3600)\n"
 	"  --force-build        build environment/ even when docker_image is present\n\n"
 	"exit status: 0 when at least --expect tasks pass, 1 otherwise, 2 on bad arguments.\n";
+
+int cli_check_connector(const char *name, const char *cmd)
+{
+	if (!name || sbx_connector_find(name))
+		return 0;
+	char known[512];
+	sbx_connector_names(known, sizeof(known));
+	return cli_usage_error(cmd, "unknown connector '%s' (known: %s)", name, known);
+}
 
 int cli_select_tasks(char ***names_out, const char *cmd, const char *tasks_dir,
 		     const char *list, bool all)
@@ -194,7 +208,7 @@ static char *default_logs_dir(sbx_runtime *rt)
 }
 
 struct gopts {
-	const char *list, *out, *logs_dir, *backend;
+	const char *list, *out, *logs_dir, *backend, *connector;
 	bool all, logs, force;
 	long concurrency, expect;
 	double max_s;
@@ -208,7 +222,8 @@ static int parse(int argc, char **argv, struct gopts *o)
 		{ "out", required_argument, NULL, 'o' }, { "expect", required_argument, NULL, 'e' },
 		{ "logs", no_argument, NULL, 'l' }, { "logs-dir", required_argument, NULL, 'L' },
 		{ "backend", required_argument, NULL, 'b' }, { "max-episode-s", required_argument, NULL, 'm' },
-		{ "force-build", no_argument, NULL, 'f' }, { NULL, 0, NULL, 0 },
+		{ "force-build", no_argument, NULL, 'f' }, { "connector", required_argument, NULL, 'C' },
+		{ NULL, 0, NULL, 0 },
 	};
 	memset(o, 0, sizeof(*o));
 	o->concurrency = 4;
@@ -226,6 +241,7 @@ static int parse(int argc, char **argv, struct gopts *o)
 		case 'l': o->logs = true; break;
 		case 'L': o->logs_dir = optarg; break;
 		case 'b': o->backend = optarg; break;
+		case 'C': o->connector = optarg; break;
 		case 'f': o->force = true; break;
 		case 'c':
 			o->concurrency = strtol(optarg, &end, 10);
@@ -247,7 +263,7 @@ static int parse(int argc, char **argv, struct gopts *o)
 	}
 	if (argc - optind != 1)
 		return cli_usage_error("golden", "expected one TASKS_DIR");
-	return 0;
+	return cli_check_connector(o->connector, "golden");
 }
 
 int cmd_golden(int argc, char **argv)
@@ -290,7 +306,7 @@ int cmd_golden(int argc, char **argv)
 		char *td = xasprintf("%s/%s", dir, names[i]);
 		sbx_error *err = NULL;
 		sbx_task *t = NULL;
-		if (sbx_task_load(&t, td, &err) < 0) {
+		if (sbx_task_load_as(&t, o.connector, td, &err) < 0) {
 			g.done++;
 			g.errored++;
 			printf("  [ERR] %s  load: %s\n", names[i], err ? err->msg : "failed");

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `sbx smoke --connector harbor --backend local`: one golden (oracle) episode
- * of one task, printing each stage (resolve → create → exec → verify →
+ * of one task (connector and agent from their registries), printing each stage (resolve → create → exec → verify →
  * destroy) as it finishes with its time and PASS/FAIL. Exit 0 only when the
  * reward is 1 and the episode was Submitted; 1 on any failure; 2 on bad
  * arguments.
@@ -12,26 +12,37 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <sbx/sys/connector.h>
+
 #include "cli.h"
 #include "util/alloc.h"
 #include "util/config.h"
 #include "util/str.h"
 
 static const char smoke_usage[] =
-	"usage: sbx smoke --connector harbor --backend NAME [options]\n\n"
+	"usage: sbx smoke --connector NAME --backend NAME [options]\n\n"
 	"Runs one golden episode of one task and prints every stage with its time:\n"
 	"  resolve (image resolve or template build) → create → exec (the agent) →\n"
 	"  verify (tests/test.sh and the reward file) → destroy\n\n"
 	"options:\n"
-	"  --connector harbor   task format (only 'harbor' so far)\n"
+	"  --connector NAME     task format: a registered connector (listed below)\n"
 	"  --backend NAME       provider ('local')\n"
-	"  --agent golden       the agent: golden (= Harbor's oracle, the default) or nop\n"
+	"  --agent NAME         a registered agent (listed below); default golden (= the oracle)\n"
 	"  --task NAME          task directory name (default: the first one alphabetically)\n"
 	"  --tasks-dir DIR      where the tasks are (default $SBX_TASKS_DIR, else examples/tasks)\n"
 	"  --logs-dir DIR       keep the episode's /logs tree and result.json in DIR\n"
 	"  --max-episode-s S    episode wall clock (default $SBX_MAX_EPISODE_S or 3600)\n"
 	"  --force-build        build environment/ even when docker_image is present\n\n"
 	"exit status: 0 when reward = 1 (Submitted), 1 on failure, 2 on bad arguments.\n";
+
+static void print_registries(void)
+{
+	char names[512];
+	sbx_connector_names(names, sizeof(names));
+	printf("\nconnectors: %s\n", names);
+	sbx_agent_names(names, sizeof(names));
+	printf("agents: %s (golden = oracle)\n", names);
+}
 
 struct smoke {
 	int failed_stage;   /* first stage that failed, or -1 */
@@ -88,7 +99,7 @@ int cmd_smoke(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'h': fputs(smoke_usage, stdout); return EXIT_OK;
+		case 'h': fputs(smoke_usage, stdout); print_registries(); return EXIT_OK;
 		case 'c': connector = optarg; break;
 		case 'b': backend = optarg; break;
 		case 'a': agent = optarg; break;
@@ -107,24 +118,25 @@ int cmd_smoke(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage_error("smoke", "unexpected argument '%s'", argv[optind]);
+	char known[512];
+	sbx_connector_names(known, sizeof(known));
 	if (!connector)
-		return cli_usage_error("smoke", "--connector is required (harbor)");
-	if (strcmp(connector, "harbor") != 0)
-		return cli_usage_error("smoke", "connector '%s' is not supported (known: harbor)",
-				       connector);
+		return cli_usage_error("smoke", "--connector is required (known: %s)", known);
+	if (!sbx_connector_find(connector))
+		return cli_usage_error("smoke", "connector '%s' is not supported (known: %s)",
+				       connector, known);
 	if (!backend)
 		return cli_usage_error("smoke", "--backend is required (e.g. local)");
 	int br = cli_use_backend(&backend, "smoke");
 	if (br != 0)
 		return br;
-	const char *ep_agent;
-	if (!strcmp(agent, "golden") || !strcmp(agent, "oracle"))
-		ep_agent = "oracle";
-	else if (!strcmp(agent, "nop"))
-		ep_agent = "nop";
-	else
-		return cli_usage_error("smoke", "agent '%s' needs a model endpoint; smoke runs "
-				       "'golden' or 'nop'", agent);
+	const sbx_agent_ops *agent_ops = sbx_agent_find(agent);
+	if (!agent_ops) {
+		sbx_agent_names(known, sizeof(known));
+		return cli_usage_error("smoke", "unknown agent '%s' (known: %s; golden = oracle)",
+				       agent, known);
+	}
+	const char *ep_agent = agent_ops->name;
 	if (!tasks_dir || !*tasks_dir)
 		tasks_dir = "examples/tasks";
 	if (task && (strchr(task, '/') || !strcmp(task, "..")))
@@ -153,7 +165,7 @@ int cmd_smoke(int argc, char **argv)
 		return cli_usage_error("smoke", "no task '%s' in %s", task, tasks_dir);
 	}
 	sbx_task *t = NULL;
-	int rc = sbx_task_load(&t, dir, &err);
+	int rc = sbx_task_load_as(&t, connector, dir, &err);
 	free(dir);
 	if (rc < 0) {
 		printf("  %-8s %7s  FAIL  %s\n", "load", "", err->msg);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sbx/sys/connector.h>
 #include <sbx/task.h>
 
 #include "util/alloc.h"
@@ -101,9 +102,9 @@ int sbx_episode_run_batch(sbx_episode_result *results, sbx_runtime *rt,
 	if (!opts || opts->version != SBX_BATCH_OPTS_VERSION ||
 	    opts->episode.version != SBX_EPISODE_OPTS_VERSION)
 		return sbx_error_set(err, -EINVAL, "batch opts: missing or unknown version");
-	const char *agent = opts->episode.agent;
-	if (agent && strcmp(agent, "oracle") && strcmp(agent, "nop"))
-		return sbx_error_set(err, -EINVAL, "unknown agent \"%s\" (known: oracle, nop)", agent);
+	const sbx_agent_ops *agent;
+	if (opts->episode.agent && sbx_agent_lookup(&agent, opts->episode.agent, err) < 0)
+		return -EINVAL;
 	memset(results, 0, n * sizeof(*results));
 	struct pool p = { .lock = PTHREAD_MUTEX_INITIALIZER, .n = n, .work = episode_work,
 			  .rt = rt, .tasks = tasks, .bo = opts, .results = results };

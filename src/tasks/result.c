@@ -2,7 +2,9 @@
 /*
  * The episode result record as JSON: one compact object per episode, the line
  * format of `sbx golden --out FILE.jsonl` and of <logs>/result.json. The
- * schema is documented in docs/tasks.md; fields are only ever added.
+ * schema is documented in docs/tasks.md; fields are only ever added. The
+ * agent's end reason and metrics and the connector's extra fields appear
+ * only when they were given.
  */
 #include <jansson.h>
 #include <math.h>
@@ -73,6 +75,21 @@ char *sbx_episode_result_to_json(const sbx_episode_result *r)
 	if (r->verifier_log_tail && *r->verifier_log_tail)
 		json_object_set_new(o, "verifier_log_tail",
 				    text(r->verifier_log_tail));
+	if (r->end_reason)
+		json_object_set_new(o, "end_reason", json_string(r->end_reason));
+	json_t *metrics = r->agent_metrics_json ? json_loads(r->agent_metrics_json, 0, NULL) : NULL;
+	if (metrics)
+		json_object_set_new(o, "agent_metrics", metrics);
+	/* The connector's fields never replace the driver's. */
+	json_t *extra = r->extra_json ? json_loads(r->extra_json, 0, NULL) : NULL;
+	if (json_is_object(extra)) {
+		const char *k;
+		json_t *v;
+		json_object_foreach(extra, k, v)
+			if (!json_object_get(o, k))
+				json_object_set(o, k, v);
+	}
+	json_decref(extra);
 	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
 	json_decref(o);
 	if (!s)

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tasks/task_int.h"
+#include "connectors/harbor/harbor.h"
 #include "util/alloc.h"
 #include "util/cleanup.h"
 

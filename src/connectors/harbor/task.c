@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Harbor task loader: reads a task directory (instruction.md, task.toml in the
+ * Harbor task loader (the connector's load op): reads a task directory (instruction.md, task.toml in the
  * legacy `version = "1.0"` or the current `schema_version = "1.x"` form,
  * environment/, tests/, solution/), applies Harbor's defaults, converts legacy
  * sizes, expands ${VAR:-default} in env tables, and reports every bad value
  * as "<file>: [section].field: what is wrong".
  */
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -20,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tasks/task_int.h"
+#include "connectors/harbor/harbor.h"
 #include "tasks/toml.h"
 #include "util/alloc.h"
 #include "util/cleanup.h"
@@ -302,38 +301,6 @@ static int env_table(struct ld *l, const char *path, char ***out)
 	return 0;
 }
 
-int sbx__task_parse_mb(unsigned *out, const char *s)
-{
-	char *end;
-	errno = 0;
-	while (isspace((unsigned char)*s))
-		s++;
-	double v = strtod(s, &end);
-	if (end == s || errno || !isfinite(v) || v <= 0)
-		return -EINVAL;
-	double mul;
-	switch (toupper((unsigned char)*end)) {
-	case 'G': mul = 1024; break;
-	case 'M': mul = 1; break;
-	case 'K': mul = 1.0 / 1024; break;
-	default: return -EINVAL;
-	}
-	end++;
-	if (*end == 'i')
-		end++;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	while (isspace((unsigned char)*end))
-		end++;
-	if (*end)
-		return -EINVAL;
-	double mb = ceil(v * mul);
-	if (mb < 1 || mb > UINT_MAX)
-		return -EINVAL;
-	*out = (unsigned)mb;
-	return 0;
-}
-
 /* memory_mb / memory = "2G" (and storage). */
 static int size_field(struct ld *l, const char *mb_path, const char *str_path, unsigned *out)
 {
@@ -565,7 +532,7 @@ static int files(sbx_task *t, sbx_error **err)
 	return 0;
 }
 
-static int load(sbx_task *t, const char *dir, sbx_error **err)
+int sbx__harbor_load(sbx_task *t, const char *dir, sbx_error **err)
 {
 	char real[PATH_MAX];
 	if (!realpath(dir, real))
@@ -619,76 +586,7 @@ static int load(sbx_task *t, const char *dir, sbx_error **err)
 	return r;
 }
 
-int sbx_task_load(sbx_task **out, const char *dir, sbx_error **err)
+int sbx__harbor_probe(const char *dir)
 {
-	*out = NULL;
-	if (!dir || !*dir)
-		return sbx_error_set(err, -EINVAL, "task directory not given");
-	sbx_task *t = xcalloc(1, sizeof(*t));
-	int r = load(t, dir, err);
-	if (r < 0) {
-		sbx_task_free(t);
-		return r;
-	}
-	*out = t;
-	return 0;
-}
-
-void sbx_task_free(sbx_task *t)
-{
-	if (!t)
-		return;
-	free(t->name);
-	free(t->dir);
-	free(t->toml_path);
-	free(t->schema_version);
-	free(t->registry_name);
-	free(t->instruction);
-	free(t->docker_image);
-	free(t->os);
-	sbx__strv_free(t->env);
-	sbx__strv_free(t->verifier_env);
-	sbx__strv_free(t->solution_env);
-	free(t->workdir);
-	free(t->network_mode);
-	sbx__strv_free(t->allowed_hosts);
-	free(t->agent_user);
-	free(t->verifier_user);
-	sbx__strv_free(t->warnings);
-	free(t);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-int sbx_task_list(char ***names_out, size_t *n_out, const char *tasks_dir, sbx_error **err)
-{
-	*names_out = NULL;
-	if (n_out)
-		*n_out = 0;
-	_cleanup_closedir_ DIR *d = opendir(tasks_dir);
-	if (!d)
-		return sbx_error_setsys(err, -errno, errno, "tasks directory %s", tasks_dir);
-	char **v = xcalloc(1, sizeof(char *));
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		_cleanup_free_ char *sub = xasprintf("%s/%s", tasks_dir, de->d_name);
-		if (is_dir(sub, ".") && is_file(sub, "task.toml"))
-			sbx__strv_push(&v, de->d_name);
-	}
-	size_t n = sbx__strv_len((const char *const *)v);
-	qsort(v, n, sizeof(char *), cmp_str);
-	*names_out = v;
-	if (n_out)
-		*n_out = n;
-	return 0;
-}
-
-void sbx_task_names_free(char **names)
-{
-	sbx__strv_free(names);
+	return is_dir(dir, ".") && is_file(dir, "task.toml");
 }

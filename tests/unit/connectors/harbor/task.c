@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for the Harbor task loader (src/tasks/harbor_task.c): both
+ * Unit tests for the Harbor task loader (src/connectors/harbor/task.c): both
  * task.toml schemas, Harbor's defaults, legacy size conversion, network
  * settings, ${VAR:-default} expansion, and errors that name file and field.
  */
@@ -14,7 +14,7 @@
 
 #include <sbx/task.h>
 
-#include "tasks/task_int.h"
+#include "connectors/harbor/harbor.h"
 #include "util/alloc.h"
 
 static char root[64];

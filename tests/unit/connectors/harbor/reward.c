@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for reward files (src/tasks/reward.c): reward.json over
+ * Unit tests for reward files (src/connectors/harbor/reward.c): reward.json over
  * reward.txt, flat numeric objects, the "reward" metric, and distinct
  * missing / empty / unparsable outcomes.
  */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "tasks/task_int.h"
+#include "connectors/harbor/harbor.h"
 
 static sbx_reward parse(const char *json, const char *txt)
 {
