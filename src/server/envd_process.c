@@ -25,6 +25,8 @@
 #include "server_int.h"
 
 #define SUB_MAX (16u << 20)
+/* Longest a SendInput waits for room in a process's stdin. */
+#define SRV_STDIN_WAIT_MS 30000
 
 static void proc_put(struct srv_proc *pr)
 {
@@ -39,6 +41,7 @@ static void proc_put(struct srv_proc *pr)
 	json_decref(pr->config);
 	free(pr->tag);
 	pthread_mutex_destroy(&pr->lk);
+	pthread_mutex_destroy(&pr->in_lk);
 	pthread_cond_destroy(&pr->cv);
 	free(pr);
 }
@@ -382,6 +385,7 @@ static void start(struct srv_req *r, struct srv_sandbox *s)
 	pr->pty = json_object_get(req, "pty") && !json_is_null(json_object_get(req, "pty"));
 	pr->refs = 1; /* the pump */
 	pthread_mutex_init(&pr->lk, NULL);
+	pthread_mutex_init(&pr->in_lk, NULL);
 	pthread_cond_init(&pr->cv, NULL);
 	pthread_mutex_lock(&r->srv->lock);
 	s->refs++; /* the pump's */
@@ -482,11 +486,20 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method)
 			b64 = json_string_value(json_object_get(in, "pty"));
 		sbx_buf data;
 		sbx__buf_init(&data, SRV_JSON_MAX);
-		pthread_mutex_lock(&pr->lk);
+		/* A command that never reads its stdin must not hold this thread
+		 * for good: each wait for room is bounded. */
+		pthread_mutex_lock(&pr->in_lk);
 		int fd = sbx_process_stdin_fd(pr->p);
 		int rc = !b64 || sbx__srv_json_bytes_decode(&data, b64) < 0 ? -EINVAL : fd < 0 ? -EPIPE : 0;
 		for (size_t off = 0; rc == 0 && off < data.len;) {
-			ssize_t n = send(fd, data.data + off, data.len - off, MSG_NOSIGNAL);
+			ssize_t n = send(fd, data.data + off, data.len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (n < 0 && errno == EAGAIN) {
+				struct pollfd pw = { .fd = fd, .events = POLLOUT };
+				int k = poll(&pw, 1, SRV_STDIN_WAIT_MS);
+				if (k == 0)
+					rc = -EAGAIN;
+				continue;
+			}
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0)
@@ -494,17 +507,17 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method)
 			else
 				off += (size_t)n;
 		}
-		pthread_mutex_unlock(&pr->lk);
+		pthread_mutex_unlock(&pr->in_lk);
 		sbx__buf_free(&data);
 		if (rc < 0)
-			sbx__srv_reply_connect_error(r, rc == -EINVAL ? "invalid_argument" : "failed_precondition",
-						"send input: %s", rc == -EINVAL ? "bad input" : "stdin is closed");
+			sbx__srv_reply_connect_error(r, rc == -EINVAL ? "invalid_argument" : rc == -EAGAIN ? "deadline_exceeded" : "failed_precondition",
+						"send input: %s", rc == -EINVAL ? "bad input" : rc == -EAGAIN ? "the process has not read its stdin for 30 s" : "stdin is closed");
 		else
 			sbx__srv_reply_json(r, 200, json_object());
 	} else if (strcmp(method, "CloseStdin") == 0) {
-		pthread_mutex_lock(&pr->lk);
+		pthread_mutex_lock(&pr->in_lk);
 		sbx_process_close_stdin(pr->p);
-		pthread_mutex_unlock(&pr->lk);
+		pthread_mutex_unlock(&pr->in_lk);
 		sbx__srv_reply_json(r, 200, json_object());
 	} else {
 		sbx__srv_reply_json(r, 200, json_object()); /* Update: no pty to resize */

@@ -48,6 +48,8 @@ struct srv_proc {
 	int pty;                     /* output goes out as "pty" data */
 	pthread_mutex_t lk;
 	pthread_cond_t cv;
+	pthread_mutex_t in_lk;       /* stdin: SendInput vs CloseStdin (never lk, which
+	                                the output pump needs while input waits) */
 	struct srv_sub *subs;        /* live streams attached to the output */
 	int exited;                  /* status valid */
 	int status, timed_out;

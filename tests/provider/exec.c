@@ -260,21 +260,13 @@ Test(conf_exec, stdin_data)
 /*
  * stdin echoed back: `cat` with more than 64 KiB of stdin_data. Busybox cat
  * moves stdin to stdout with sendfile(2); from a socket into a pipe the kernel
- * holds the pipe's lock while it waits for more input, so a caller that reads
- * stdout and writes stdin on one thread blocks in read(2) (O_NONBLOCK or not)
- * and never sends the rest.
+ * holds the pipe's lock while it waits for more input, so a caller that read
+ * stdout and wrote stdin on one thread blocked in read(2) (O_NONBLOCK or not)
+ * and never sent the rest (local exec before its reader thread; sbx serve
+ * while SendInput held the lock its output pump needs).
  */
 Test(conf_exec, stdin_echoed_back)
 {
-	if (C.kind != CONF_E2B)
-		CONF_KNOWN_BUG("local exec deadlocks when stdin_data > 64 KiB goes to a command that "
-			       "sendfile()s it to stdout (busybox cat): exec.c's one-thread pump blocks in "
-			       "read() on the stdout pipe while cat's splice holds the pipe lock waiting for stdin");
-	else
-		CONF_KNOWN_BUG("e2b via sbx serve: cat of 200000 bytes or 1 MiB of stdin_data hangs until "
-			       "timeout_s (once: exit 141, no output); 65536 bytes work. The server's SendInput "
-			       "holds the process lock through a blocking send() of a 256 KiB chunk, and the "
-			       "stdout pump needs that lock to publish what cat wrote (envd_process.c)");
 	sbx_sandbox *sb = conf_create(NULL);
 	static const size_t sizes[] = { 1000, 65536, 200000, 1u << 20 };
 	unsigned char *data = malloc(1u << 20); /* checksrc: allow (test) */

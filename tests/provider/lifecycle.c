@@ -255,10 +255,8 @@ Test(conf_life, ttl_ends_the_sandbox)
 	cr_assert_str_eq(x.out, "ok\n");
 	sbx_exec_result_free(&x);
 	conf_destroy(c);
-	/* last, so a known bug here hides none of the checks above */
-	if (C.kind == CONF_E2B && (ra != -ESRCH || rb != -ESRCH))
-		CONF_KNOWN_BUG("exec in a sandbox the server expired fails with -EIO (HTTP 502 'sandbox "
-			       "... not found'), not the documented -ESRCH");
+	/* e2b gave -EIO here (HTTP 502 "sandbox ... not found") until exec.c
+	 * read that answer as gone */
 	cr_assert(ra == -ESRCH && rb == -ESRCH, "%s: exec after expiry gives %d/%d, want -ESRCH", C.name, ra, rb);
 }
 

@@ -260,3 +260,32 @@ Test(sandbox_limits, storage_limit_applies_by_default)
 	destroy(sb);
 	cr_assert_not(scratch_layer(layer, sizeof(layer), id), "layer of %s left after destroy", id);
 }
+
+/* Before: a read() of a pipe waits, uninterruptibly and whatever O_NONBLOCK
+ * says, for the pipe's mutex, and a process inside that splices from an idle
+ * socket into its stdout (busybox cat's sendfile) holds that mutex as long as
+ * it likes. The exec read stdout on its own thread, so it never returned
+ * (past its timeout, for as long as the sandbox lived) and the host process
+ * could not even be killed. Now a reader thread takes that wait and the exec
+ * returns on the command's exit status. */
+Test(sandbox_limits, pipe_lock_held_inside_cannot_hang_exec)
+{
+	watchdog(120);
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.shell = "echo before; exec 9>&1; nc -l -p 5557 -e sh -c 'cat >&9' 2>/dev/null & sleep 0.3; "
+		  "(sleep 1000 | nc 127.0.0.1 5557) & sleep 0.5; exit 0";
+	o.timeout_s = 30;
+	sbx_exec_result r;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_sandbox_exec(&r, sb, &o, &err), 0, "%s", err ? err->msg : "?");
+	cr_assert_eq(r.exit_code, 0);
+	cr_assert_str_eq(r.out, "before\n");
+	sbx_exec_result_free(&r);
+	/* and the sandbox still answers */
+	int code;
+	char *out = sbx_test_sh(sb, "echo alive", &code);
+	cr_assert_str_eq(out, "alive\n");
+	free(out);
+	destroy(sb);
+}

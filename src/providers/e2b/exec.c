@@ -179,8 +179,16 @@ int sbx__e2b_stream_run(struct e2b_stream *s, sbx_error **err)
 	if (rq.status != 200 || !s->is_stream) {
 		_cleanup_free_ char *what = xasprintf("exec in sandbox %s", s->conn.id);
 		r = sbx__e2b_map_http(rq.status == 200 ? 502 : rq.status, s->raw.data, s->raw.len, what, err);
-		if (r == -ENOENT)
+		/* E2B's edge (and sbx serve) answer 502 "sandbox ... not found" for
+		 * a sandbox that expired or was killed: gone, like a 404. */
+		int gone = r == -ENOENT || (rq.status == 502 && s->raw.data &&
+					    memmem(s->raw.data, s->raw.len, "not found", 9));
+		if (gone) {
+			sbx_error_free(err ? *err : NULL);
+			if (err)
+				*err = NULL;
 			r = sbx_error_set(err, -ESRCH, "e2b: sandbox %s is gone", s->conn.id);
+		}
 		return r;
 	}
 	if (!s->got_end_stream)

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Blocking exec for the local provider, built on the streamed process
- * (process.c): start, then pump stdin/stdout/stderr and wait for the exit
- * status on one poll loop. No setns and no fork here: safe from any thread.
+ * (process.c): start, then feed stdin and wait for the exit status on one
+ * poll loop while a reader thread takes stdout/stderr (see struct outpump).
+ * No setns and no fork here: safe from any thread.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,31 +23,154 @@
 
 #define DEFAULT_OUTPUT_MAX (16u << 20)
 
-struct stream {
-	int fd;           /* read end, -1 when done */
-	sbx_buf buf;
-	int truncated;
-	int which;        /* 1 or 2 */
+/*
+ * The output pipes are shared with the sandbox, and a read() of a pipe
+ * waits, uninterruptibly and whatever O_NONBLOCK says, for the pipe's mutex:
+ * a process inside that splices from an idle socket into its stdout (cat's
+ * sendfile does) holds that mutex for as long as it likes. So the reads run
+ * on a thread of their own, and the exec returns on the command's exit
+ * status even while that thread is stuck. The last close of a pipe waits for
+ * that mutex too, so the thread owns the read ends (taken from the process
+ * handle) and its half of this struct, and closes and frees them whenever it
+ * gets out.
+ */
+struct outpump {
+	pthread_mutex_t lk;
+	int fd[2];          /* stdout/stderr read ends, the reader's to close (-1 at EOF) */
+	int wake;           /* eventfd: the reader's poll ends when stop is set */
+	int note;           /* eventfd: the exec's poll learns that both hit EOF */
+	sbx_buf buf[2];
+	int truncated[2];
+	size_t max;
+	const sbx_exec_opts *o; /* on_output is called only while !stop */
+	int stop, refs;
 };
 
-static void pump(struct stream *s, const sbx_exec_opts *o, size_t max)
+static void outpump_unref(struct outpump *p)
 {
+	pthread_mutex_lock(&p->lk);
+	int last = --p->refs == 0;
+	pthread_mutex_unlock(&p->lk);
+	if (!last)
+		return;
+	for (int i = 0; i < 2; i++) {
+		if (p->fd[i] >= 0)
+			close(p->fd[i]);
+		sbx__buf_free(&p->buf[i]);
+	}
+	close(p->wake);
+	close(p->note);
+	pthread_mutex_destroy(&p->lk);
+	free(p);
+}
+
+static void take(struct outpump *p, int i, const char *chunk, size_t n)
+{
+	pthread_mutex_lock(&p->lk);
+	if (!p->stop) {
+		if (p->o->on_output)
+			p->o->on_output(i + 1, chunk, n, p->o->payload);
+		if (p->buf[i].len < p->max) {
+			if (sbx__buf_append_trunc(&p->buf[i], chunk, n))
+				p->truncated[i] = 1;
+		} else {
+			p->truncated[i] = 1;
+		}
+	}
+	pthread_mutex_unlock(&p->lk);
+}
+
+static void *outpump_main(void *arg)
+{
+	struct outpump *p = arg;
 	char chunk[65536];
-	ssize_t n = read(s->fd, chunk, sizeof(chunk));
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n <= 0) {
-		s->fd = -1; /* owned by the process handle, closed there */
-		return;
+	for (;;) {
+		struct pollfd pf[3] = { { .fd = p->wake, .events = POLLIN } };
+		int np = 1, idx[3] = { -1, -1, -1 };
+		for (int i = 0; i < 2; i++)
+			if (p->fd[i] >= 0) {
+				idx[np] = i;
+				pf[np++] = (struct pollfd){ .fd = p->fd[i], .events = POLLIN };
+			}
+		if (np == 1)
+			break;
+		if (poll(pf, (nfds_t)np, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents)
+			break; /* stop */
+		for (int j = 1; j < np; j++) {
+			if (!pf[j].revents)
+				continue;
+			int i = idx[j];
+			ssize_t n = read(p->fd[i], chunk, sizeof(chunk));
+			if (n > 0) {
+				take(p, i, chunk, (size_t)n);
+			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+				close(p->fd[i]);
+				p->fd[i] = -1;
+			}
+		}
 	}
-	if (o->on_output)
-		o->on_output(s->which, chunk, (size_t)n, o->payload);
-	if (s->buf.len < max) {
-		if (sbx__buf_append_trunc(&s->buf, chunk, (size_t)n))
-			s->truncated = 1;
-	} else {
-		s->truncated = 1;
+	uint64_t one = 1;
+	(void)!write(p->note, &one, sizeof(one));
+	outpump_unref(p);
+	return NULL;
+}
+
+/* Starts the reader over out and err (either may be -1), which it owns from
+ * now on, also when this fails. */
+static int outpump_start(struct outpump **out, int ofd, int efd, const sbx_exec_opts *o, size_t max,
+			 sbx_error **err)
+{
+	struct outpump *p = xcalloc(1, sizeof(*p));
+	pthread_mutex_init(&p->lk, NULL);
+	p->o = o;
+	p->max = max;
+	p->refs = 2;
+	p->wake = eventfd(0, EFD_CLOEXEC);
+	p->note = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	p->fd[0] = ofd;
+	p->fd[1] = efd;
+	sbx__buf_init(&p->buf[0], max);
+	sbx__buf_init(&p->buf[1], max);
+	int e = p->wake < 0 || p->note < 0 ? errno : 0;
+	pthread_t t;
+	pthread_attr_t at;
+	if (!e) {
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&at, 128 * 1024);
+		e = pthread_create(&t, &at, outpump_main, p);
+		pthread_attr_destroy(&at);
 	}
+	if (e) {
+		p->refs = 1;
+		if (p->wake < 0)
+			p->wake = eventfd(0, EFD_CLOEXEC);
+		if (p->note < 0)
+			p->note = eventfd(0, EFD_CLOEXEC);
+		outpump_unref(p);
+		return sbx_error_setsys(err, -e, e, "start the output reader of an exec");
+	}
+	*out = p;
+	return 0;
+}
+
+/* Ends the exec's use of the reader: output after this point is dropped. */
+static void outpump_stop(struct outpump *p, sbx_exec_result *res)
+{
+	pthread_mutex_lock(&p->lk);
+	p->stop = 1;
+	if (res) {
+		res->out = sbx__buf_steal(&p->buf[0], &res->out_len);
+		res->err = sbx__buf_steal(&p->buf[1], &res->err_len);
+		res->out_truncated = p->truncated[0];
+		res->err_truncated = p->truncated[1];
+	}
+	pthread_mutex_unlock(&p->lk);
+	uint64_t one = 1;
+	(void)!write(p->wake, &one, sizeof(one));
+	outpump_unref(p);
 }
 
 static void set_status(sbx_exec_result *out, int st)
@@ -83,9 +210,14 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 		return r;
 	/* On a terminal, its output is stdout and stdin_data is typed into it. */
 	int tty = fds.tty_fd >= 0;
-	struct stream so = { .fd = tty ? fds.tty_fd : fds.out_fd, .which = 1 }, se = { .fd = fds.err_fd, .which = 2 };
-	sbx__buf_init(&so.buf, max);
-	sbx__buf_init(&se.buf, max);
+	struct outpump *op = NULL;
+	int ofd = -1, efd = -1;
+	if (tty)
+		ofd = fcntl(fds.tty_fd, F_DUPFD_CLOEXEC, 0); /* a terminal: no pipe mutex */
+	else
+		sbx__local_proc_give_output(p, &ofd, &efd);
+	if ((r = outpump_start(&op, ofd, efd, o, max, err)) < 0)
+		goto out;
 	int in_w = tty && o->stdin_data ? fds.tty_fd : fds.in_fd;
 	const char *in_data = o->stdin_data;
 	size_t in_left = o->stdin_data ? o->stdin_len : 0;
@@ -94,23 +226,17 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 			shutdown(in_w, SHUT_WR);
 		in_w = -1;
 	}
-	int exited = 0, status = 0, timed_out = 0;
+	int exited = 0, status = 0, timed_out = 0, eof = 0;
 	double drain_until = 0;
-	while (!exited || so.fd >= 0 || se.fd >= 0) {
-		struct pollfd pf[4];
-		int np = 0, ci = -1, oi = -1, ei = -1, ii = -1;
+	while (!exited || !eof) {
+		struct pollfd pf[3];
+		int np = 0, ci = -1, ni = -1, ii = -1;
 		if (!exited) {
 			ci = np;
 			pf[np++] = (struct pollfd){ .fd = fds.status_fd, .events = POLLIN };
 		}
-		if (so.fd >= 0) {
-			oi = np;
-			pf[np++] = (struct pollfd){ .fd = so.fd, .events = POLLIN };
-		}
-		if (se.fd >= 0) {
-			ei = np;
-			pf[np++] = (struct pollfd){ .fd = se.fd, .events = POLLIN };
-		}
+		ni = np;
+		pf[np++] = (struct pollfd){ .fd = op->note, .events = POLLIN };
 		if (in_w >= 0) {
 			ii = np;
 			pf[np++] = (struct pollfd){ .fd = in_w, .events = POLLOUT };
@@ -131,10 +257,11 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 		}
 		if (k <= 0)
 			continue;
-		if (oi >= 0 && pf[oi].revents)
-			pump(&so, o, max);
-		if (ei >= 0 && pf[ei].revents)
-			pump(&se, o, max);
+		if (pf[ni].revents) {
+			uint64_t v;
+			(void)!read(op->note, &v, sizeof(v));
+			eof = 1; /* the reader only ends early at EOF of both */
+		}
 		if (ii >= 0 && pf[ii].revents) {
 			size_t len = in_left > 65536 ? 65536 : in_left;
 			ssize_t w = tty ? write(in_w, in_data, len) : send(in_w, in_data, len, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -151,6 +278,8 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 		if (ci >= 0 && pf[ci].revents) {
 			r = sbx__local_proc_poll(p, &status, &timed_out, 0, &start_exit, msg, sizeof(msg), err);
 			if (r == -ENOENT && start_exit) {
+				outpump_stop(op, NULL);
+				op = NULL;
 				not_started(out, o, start_exit, msg, t0);
 				r = 0;
 				goto out;
@@ -167,13 +296,11 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 	set_status(out, status);
 	out->timed_out = timed_out;
 	out->seconds = sbx__now_mono() - t0;
-	out->out = sbx__buf_steal(&so.buf, &out->out_len);
-	out->err = sbx__buf_steal(&se.buf, &out->err_len);
-	out->out_truncated = so.truncated;
-	out->err_truncated = se.truncated;
+	outpump_stop(op, out);
+	op = NULL;
 out:
-	sbx__buf_free(&so.buf);
-	sbx__buf_free(&se.buf);
+	if (op)
+		outpump_stop(op, NULL);
 	sbx__local_proc_free(p, 1);
 	return r;
 }

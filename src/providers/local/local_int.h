@@ -205,6 +205,9 @@ int sbx__local_proc_poll(struct local_proc *p, int *status, int *timed_out, int 
 			 char *start_msg, size_t msglen, sbx_error **err);
 int sbx__local_proc_signal(struct local_proc *p, int sig, sbx_error **err);
 void sbx__local_proc_free(struct local_proc *p, int kill);
+/* Hands the stdout/stderr read ends to the caller, who closes them: the last
+ * close of a pipe waits for its mutex, which the sandbox can hold. */
+void sbx__local_proc_give_output(struct local_proc *p, int *out_r, int *err_r);
 /* The stdin write end now belongs to the caller (sbx_process closes it): the
  * handle forgets it, so freeing the handle cannot close that number again. */
 void sbx__local_proc_give_stdin(struct local_proc *p);

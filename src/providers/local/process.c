@@ -81,6 +81,13 @@ static void fields(const char *buf, size_t n, uint64_t *status, uint64_t *timed_
 	}
 }
 
+void sbx__local_proc_give_output(struct local_proc *p, int *out_r, int *err_r)
+{
+	*out_r = p->out_r;
+	*err_r = p->err_r;
+	p->out_r = p->err_r = -1;
+}
+
 void sbx__local_proc_free(struct local_proc *p, int kill)
 {
 	if (!p)
