@@ -786,8 +786,8 @@ Test(registry, cli_pull_summary_and_json)
 	const char *b = getenv("SBX_BUILD_ROOT");
 	cr_assert_not_null(b);
 	char *out = fmt("%s/cli.out", tmp);
-	sh("SBX_IMAGE_DIR='%s/images' '%s/src/cli/sbx' image pull 127.0.0.1:%d/test/busybox:1 "
-	   "cli-img > '%s' 2>&1", tmp, b, reg_port, out);
+	sh("SBX_STATE_DIR='%s/state' SBX_IMAGE_DIR='%s/images' '%s/src/cli/sbx' image pull "
+	   "127.0.0.1:%d/test/busybox:1 cli-img > '%s' 2>&1", tmp, tmp, b, reg_port, out);
 	char line[512] = "";
 	FILE *f = fopen(out, "r");
 	cr_assert(fgets(line, sizeof(line), f));
@@ -796,8 +796,8 @@ Test(registry, cli_pull_summary_and_json)
 			 reg_port);
 	cr_assert(strncmp(line, want, strlen(want)) == 0, "%s", line);
 	cr_assert(strstr(line, "sha256:") != NULL, "%s", line);
-	sh("SBX_IMAGE_DIR='%s/images' '%s/src/cli/sbx' image pull --json "
-	   "127.0.0.1:%d/test/busybox:1 cli-img > '%s'", tmp, b, reg_port, out);
+	sh("SBX_STATE_DIR='%s/state' SBX_IMAGE_DIR='%s/images' '%s/src/cli/sbx' image pull --json "
+	   "127.0.0.1:%d/test/busybox:1 cli-img > '%s'", tmp, tmp, b, reg_port, out);
 	json_error_t je;
 	json_t *j = json_load_file(out, 0, &je);
 	cr_assert_not_null(j, "%s", je.text);
