@@ -3,7 +3,7 @@
  * One HTTP client per process for every E2B sandbox: a libcurl share handle
  * (connections, DNS, TLS sessions) and a small pool of easy handles, so a
  * create, an exec or a file transfer reuses a kept-alive connection instead
- * of opening a client per call (the socket leak of reference-system §21.4).
+ * of opening a client per call, which leaks a socket per call under load.
  * The number of open descriptors is bounded by the peak concurrency.
  */
 #include <errno.h>
