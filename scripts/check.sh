@@ -5,6 +5,12 @@ set -uo pipefail
 build=${1:-build}
 asan=${2:-build-asan}
 rc=0
+# The e2b golden test's private store of the task base image (bootstrapped
+# once, a few minutes): both passes share the plain build's. Tests never use
+# the default stores (/var/lib/sbx/images, /run/sbx); `make demo` does.
+mkdir -p "$build"
+SBX_TEST_TASK_IMAGE_DIR=${SBX_TEST_TASK_IMAGE_DIR:-$(cd "$build" && pwd)/test-task-images}
+export SBX_TEST_TASK_IMAGE_DIR
 bash scripts/run-tests.sh "$build" || rc=1
 if [ ! -f "$asan/build.ninja" ]; then
   meson setup "$asan" --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false >/dev/null || rc=1

@@ -2,8 +2,9 @@
 /*
  * The single map from sbx error codes (negative errno) to HTTP statuses for
  * the REST control plane and to Connect code strings for envd RPCs, plus
- * the Connect code -> HTTP status table for unary errors (c-style
- * convention 5). Anything not listed is 500 / "internal".
+ * the Connect code -> HTTP status table for unary errors: one table, so
+ * every endpoint maps a code the same way. Anything not listed is 500 /
+ * "internal".
  */
 #include <errno.h>
 #include <string.h>

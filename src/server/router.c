@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Request dispatch for the combined port (e2b-protocol.md 6.1): a request
+ * Request dispatch for the combined port (docs/server.md, "Routing and auth"): a request
  * with E2b-Sandbox-Id, an envd RPC path or /files goes to the data plane
  * (the sandbox found by header, else by its envd access token); everything
  * else is the control plane, which needs X-API-KEY except /health and

@@ -1,5 +1,5 @@
 // Compatibility suite: drives one pinned version of the official `e2b` npm SDK
-// against `sbx serve` and checks every call the issue lists.
+// against `sbx serve`: the SDK calls behind docs/server.md's endpoint matrix.
 //
 //   node suite.mjs SDK_PREFIX      (SDK_PREFIX/node_modules/e2b, from install.sh)
 //
@@ -34,8 +34,7 @@ const CHECK_TIMEOUT_MS = 180_000;
 
 // ---- loading the SDK --------------------------------------------------------
 // The ES-module build of some 2.x releases fails under Node 20 ("Dynamic
-// require of undici is not supported", e2b-protocol.md section 14): fall back
-// to the CommonJS build.
+// require of undici is not supported"): fall back to the CommonJS build.
 const pkgDir = join(prefix, 'node_modules', 'e2b');
 const req = createRequire(join(prefix, 'package.json'));
 const VERSION = req(join(pkgDir, 'package.json')).version;

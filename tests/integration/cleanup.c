@@ -308,7 +308,7 @@ Test(cleanup, idle_init_fd_table_does_not_follow_the_host)
 	struct rlimit rl;
 	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
 	if (rl.rlim_max < 3000)
-		cr_skip_test("RLIMIT_NOFILE hard limit %lu < 3000", (unsigned long)rl.rlim_max);
+		sbx_test_skip("RLIMIT_NOFILE hard limit %lu < 3000", (unsigned long)rl.rlim_max);
 	struct rlimit want = { .rlim_cur = 3000, .rlim_max = rl.rlim_max };
 	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &want), 0);
 	int fds[2500], n = 0;

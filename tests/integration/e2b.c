@@ -457,24 +457,32 @@ static int run_cmd(const char *cmd)
 }
 
 /* The bundled tasks say FROM sbx-tasks:bookworm: the server's image store
- * ($SBX_IMAGE_DIR, else the default store `make demo` fills) must have it.
+ * must have it. That store is the test's own ($SBX_TEST_TASK_IMAGE_DIR, which
+ * scripts/check.sh points at the plain build's so the ASan pass reuses it,
+ * else BUILD/test-task-images), never the default store `make demo` fills.
  * Bootstrap it the way scripts/demo.sh does when it is missing (a few
- * minutes, once). */
+ * minutes, once per store). */
+static char golden_images[512];
+
 static void golden_setup(void)
 {
 	sbx_test_require_root();
 	const char *b = getenv("SBX_BUILD_ROOT"), *src = getenv("SBX_SOURCE_ROOT");
-	const char *images = getenv("SBX_IMAGE_DIR");
-	if (!images || !*images)
-		images = "/var/lib/sbx/images";
+	const char *images = getenv("SBX_TEST_TASK_IMAGE_DIR");
+	if (images && *images)
+		snprintf(golden_images, sizeof(golden_images), "%s", images);
+	else
+		snprintf(golden_images, sizeof(golden_images), "%s/test-task-images", b);
+	images = golden_images;
 	char cmd[4096];
 	snprintf(cmd, sizeof(cmd),
 		 "set -e; cd '%s'; . examples/tasks/base-image.env; export SBX_IMAGE_DIR='%s'; "
+		 "export SBX_STATE_DIR='%s/test-state/e2b-golden-bootstrap'; "
 		 "if ! '%s/src/cli/sbx' image inspect \"$SBX_TASKS_IMAGE\" >/dev/null 2>&1; then "
 		 "echo 'e2b golden: bootstrapping the task base image (one time)' >&2; "
 		 "'%s/src/cli/sbx' image bootstrap \"$SBX_TASKS_IMAGE\" --suite \"$SBX_TASKS_SUITE\" "
 		 "--include \"$SBX_TASKS_PACKAGES\" >&2; fi",
-		 src, images, b, b);
+		 src, images, b, b, b);
 	cr_assert_eq(run_cmd(cmd), 0, "the task base image could not be bootstrapped");
 	srv_start(&G, images, "golden");
 	point_at(&G);

@@ -62,7 +62,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(c, "packet"))
-		/* A sniffer's first step (security issue 13, attack 1). */
+		/* A sniffer's first step (docs/security.md, packet sockets). */
 		return report("packet", socket(AF_PACKET, SOCK_RAW, htons(0x0003 /* ETH_P_ALL */)));
 	if (!strcmp(c, "dial") && argc > 4) {
 		/* dial HOST PORT MS: a TCP connect that gives up after MS. */

@@ -319,7 +319,7 @@ Test(conf_exec, streamed_process)
 	if (r == -ENOSYS && C.kind == CONF_FAULTY) {
 		sbx_error_free(err);
 		conf_destroy(sb);
-		cr_skip_test("faulty: no process API (its ops table has no process_start, so -ENOSYS)");
+		cr_skip_test("not applicable: faulty has no process API (no process_start in its ops, so -ENOSYS)");
 	}
 	cr_assert_eq(r, 0, "%s: process_start: %d %s", C.name, r, ERRMSG(err));
 	cr_assert_gt(sbx_process_pid(p), 0);

@@ -436,7 +436,7 @@ static void *bg_create_run(void *arg)
 Test(conf_life, throttles_are_retried_with_backoff)
 {
 	if (C.kind == CONF_LOCAL)
-		cr_skip_test("local: nothing throttles a local create (no quota, no 429) to provoke");
+		cr_skip_test("not applicable: nothing throttles a local create (no quota, no 429) to provoke");
 	sbx_error *err = NULL;
 	if (C.kind == CONF_FAULTY) {
 		sbx_faulty_config fc = { .seed = 1, .throttle_first = 2 };

@@ -147,7 +147,7 @@ Test(cp, file_capabilities_are_not_copied)
 	int code;
 	char *out = sbx_test_sh(sb, "cp /probe /capped && /probe setcap /capped", &code);
 	if (code != 0)
-		cr_skip_test("cannot set security.capability in the sandbox: %s", out);
+		sbx_test_skip("cannot set security.capability in the sandbox: %s", out);
 	free(out);
 	char *d = host_dir();
 	char *dst = join(d, "capped");

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * network=internet (docs/network.md) and packet sockets (security issue 13,
- * attack 1: with the host's network a sandbox sniffed the server's API key
- * off lo with an AF_PACKET socket).
+ * network=internet (docs/network.md) and packet sockets (docs/security.md:
+ * with the host's network a sandbox sniffed the server's API key off lo with
+ * an AF_PACKET socket).
  *
  * Each test makes its own "internet": a network namespace joined to the
  * host by a veth (tnet<slot>, host 198.18.<slot>.2, far end .1, plus
@@ -609,7 +609,7 @@ Test(metadata, link_local_unreachable)
 	destroy(sb2);
 }
 
-/* Attack 1: a packet socket is how a sandbox sniffed the server's secrets.
+/* A packet socket is how a sandbox sniffed the server's secrets.
  * None in the default mode, none with internet. */
 static void no_packet_socket(sbx_network mode, sbx_userns userns)
 {

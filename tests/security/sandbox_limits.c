@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What a sandbox does cannot block its init or escape its limits (issue 13,
- * attacks 1, 6 and 8, init's side): a FIFO in place of /etc/passwd, a fork
- * bomb under a CPU quota, the host's open-file limit, CAP_NET_RAW. A
+ * What a sandbox does cannot block its init or escape its limits (attacks
+ * docs/security.md describes, init's side): a FIFO in place of /etc/passwd,
+ * a fork bomb under a CPU quota, the host's open-file limit, CAP_NET_RAW. A
  * watchdog alarm turns a hang into a failure instead of a stuck suite.
  */
 #include <signal.h>

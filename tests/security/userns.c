@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Root inside is not root outside (issue 13, attack 3 and the shared
- * per-uid quotas): with the default user namespace, what a sandboxed root
- * writes (set-uid files, file capabilities) gives a host user nothing, and
- * each sandbox has an id range of its own. Each test also runs the attack
- * with userns=host, the mode every sandbox had before, as the control that
- * shows the attack is real.
+ * Root inside is not root outside (docs/security.md: set-id and capability
+ * files, the shared per-uid quotas): with the default user namespace, what a
+ * sandboxed root writes (set-uid files, file capabilities) gives a host user
+ * nothing, and each sandbox has an id range of its own. Each test also runs
+ * the attack with userns=host, the mode every sandbox had before, as the
+ * control that shows the attack is real.
  */
 #include <fcntl.h>
 #include <grp.h>

@@ -13,15 +13,16 @@
 #include <unistd.h>
 
 #include "bash_image.h"
+#include "fixtures.h"
 
 void sbx_test_bash_image(sbx_runtime *rt)
 {
 	if (access("/bin/busybox", X_OK) != 0 || access("/bin/bash", X_OK) != 0)
-		cr_skip_test("busybox-static or bash is not installed");
+		sbx_test_skip("busybox-static or bash is not installed (scripts/deps.sh)");
 	const char *src = getenv("SBX_SOURCE_ROOT");
 	const char *build = getenv("SBX_BUILD_ROOT");
 	if (!src || !build)
-		cr_skip_test("SBX_SOURCE_ROOT/SBX_BUILD_ROOT not set (run through meson test)");
+		sbx_test_skip("SBX_SOURCE_ROOT/SBX_BUILD_ROOT not set (run through meson test)");
 	char lockp[512];
 	snprintf(lockp, sizeof(lockp), "%s/test-images.lock", build);
 	int lfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);

@@ -23,14 +23,17 @@ static const char *build_root(void)
 	return b && *b ? b : "/tmp";
 }
 
+bool sbx_test_must_work(void)
+{
+	const char *must = getenv("SBX_MUST_WORK");
+	return must && strcmp(must, "1") == 0;
+}
+
 void sbx_test_require_root(void)
 {
 	if (geteuid() == 0)
 		return;
-	const char *must = getenv("SBX_MUST_WORK");
-	if (must && strcmp(must, "1") == 0)
-		cr_assert_fail("SBX_MUST_WORK=1 but not running as root");
-	cr_skip_test("needs root for namespaces, overlayfs and cgroups");
+	sbx_test_skip("needs root for namespaces, overlayfs and cgroups");
 }
 
 sbx_runtime *sbx_test_runtime(void)
@@ -103,7 +106,7 @@ static void build_rootfs(const char *root)
 void sbx_test_busybox_image(sbx_runtime *rt)
 {
 	if (access("/bin/busybox", X_OK) != 0)
-		cr_skip_test("busybox-static is not installed (scripts/deps.sh installs it)");
+		sbx_test_skip("busybox-static is not installed (scripts/deps.sh installs it)");
 	char lockp[512];
 	snprintf(lockp, sizeof(lockp), "%s/test-images.lock", build_root());
 	int lfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);

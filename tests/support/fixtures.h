@@ -3,7 +3,9 @@
 #ifndef SBX_TEST_FIXTURES_H
 #define SBX_TEST_FIXTURES_H
 
+#include <criterion/criterion.h>
 #include <sbx/sbx.h>
+#include <stdbool.h>
 
 /* A runtime with a fresh state dir and the shared test image store.
  * Aborts the test on failure. Free with sbx_test_runtime_free(). */
@@ -17,8 +19,21 @@ void sbx_test_busybox_image(sbx_runtime *rt);
 /* Creates a sandbox from "busybox" with defaults adjusted by `opts` (may be NULL). */
 sbx_sandbox *sbx_test_sandbox(sbx_runtime *rt, const sbx_sandbox_opts *opts);
 
-/* Skips the test (exit 0 with a message) unless we can make namespaces;
- * with SBX_MUST_WORK=1 that is a failure instead. */
+/* True when SBX_MUST_WORK=1 (CI, through .ci/run): nothing may be skipped. */
+bool sbx_test_must_work(void);
+
+/* Skips the test for something missing on this machine (a tool, data, root),
+ * saying what; with SBX_MUST_WORK=1 that is a failure instead. Every skip in
+ * the suite goes through here, so scripts/run-tests.sh counts it as skipped
+ * and CI cannot pass on a test that did not run. */
+#define sbx_test_skip(...)                                \
+	do {                                              \
+		if (sbx_test_must_work())                 \
+			cr_assert_fail(__VA_ARGS__);      \
+		cr_skip_test(__VA_ARGS__);                \
+	} while (0)
+
+/* Skips the test (sbx_test_skip) unless we can make namespaces. */
 void sbx_test_require_root(void);
 
 /* Count of open fds in this process. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fixtures.h"
 #include "helpers.h"
 #include "images/store.h"
 
@@ -75,7 +76,7 @@ Test(images_mirror, this_machine_has_one)
 {
 	char *got = NULL;
 	if (sbx__image_mirror_from_apt(&got, "/", "bookworm", NULL) < 0)
-		cr_skip_test("no apt sources on this machine");
+		sbx_test_skip("no apt sources on this machine");
 	cr_assert_null(strstr(got, "-security"));
 	cr_assert(strncmp(got, "http", 4) == 0 || strncmp(got, "file:", 5) == 0, "%s", got);
 	free(got);

@@ -11,12 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fixtures.h"
 #include "providers/local/local_int.h"
 
 static void need_root(void)
 {
 	if (geteuid() != 0)
-		cr_skip_test("needs root for unshare");
+		sbx_test_skip("needs root for unshare");
 }
 
 static ino_t ino_of(int fd)
