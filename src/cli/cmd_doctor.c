@@ -5,7 +5,6 @@
  * for a remote provider (credential, endpoint, TTL rules from its
  * description) and the provider's own probes (desc->doctor).
  */
-#include <curl/curl.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +15,7 @@
 #include <sbx/sys/provider.h>
 
 #include "util/config.h"
+#include "util/http.h"
 #include "cli.h"
 
 static const char doctor_help[] =
@@ -68,28 +68,26 @@ static double env_num(const char *a, const char *b, double def)
 	return v && *v ? strtod(v, NULL) : def;
 }
 
-static size_t discard(void *p, size_t s, size_t n, void *u)
+static int discard_data(sbx_http_req *rq, const char *data, size_t len)
 {
-	(void)p;
-	(void)u;
-	return s * n;
+	(void)rq;
+	(void)data;
+	(void)len;
+	return 0;
 }
 
+/* Through the one HTTP client layer (util/http.c): its user agent, scheme
+ * limits and redaction, and no signals from a resolver timeout. */
 static void endpoint(const char *url)
 {
-	CURL *c = curl_easy_init();
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_NOBODY, 0L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 5L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-	CURLcode rc = curl_easy_perform(c);
-	long code = 0;
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-	curl_easy_cleanup(c);
-	if (rc != CURLE_OK)
-		verdict(0, "endpoint", "%s unreachable: %s", url, curl_easy_strerror(rc));
+	sbx_http_req rq = { .url = url, .timeout_ms = 5000, .on_data = discard_data };
+	sbx_error *err = NULL;
+	int r = sbx__http_perform(&rq, &err);
+	if (r < 0)
+		verdict(0, "endpoint", "%s unreachable: %s", url, err && err->msg ? err->msg : rq.error);
 	else
-		verdict(code > 0 && code < 500, "endpoint", "%s answered HTTP %ld", url, code);
+		verdict(rq.status > 0 && rq.status < 500, "endpoint", "%s answered HTTP %ld", url, rq.status);
+	sbx_error_free(err);
 }
 
 static void remote_checks(const sbx_provider_desc *d)

@@ -10,6 +10,7 @@
 #include <glob.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../integration/common.h"
@@ -288,4 +289,26 @@ Test(sandbox_limits, pipe_lock_held_inside_cannot_hang_exec)
 	cr_assert_str_eq(out, "alive\n");
 	free(out);
 	destroy(sb);
+}
+
+/* An image with no /etc at all (FROM scratch, a bare static binary): the
+ * default user is uid 0 with no lookup, and `sbx run IMAGE -- /bin/true`
+ * works through the CLI, as Docker and bubblewrap run it. */
+Test(sandbox_limits, rootfs_without_etc_runs)
+{
+	char dir[] = "/tmp/sbx-noetc-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char p[700];
+	snprintf(p, sizeof(p), "mkdir -p %s/bin && cp /bin/busybox %s/bin/true", dir, dir);
+	cr_assert_eq(system(p), 0);
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_image_import(NULL, rt, "noetc", dir, &err), 0, "import: %s", err ? err->msg : "?");
+	const char *sbx = getenv("SBX_BUILD_ROOT");
+	cr_assert_not_null(sbx);
+	snprintf(p, sizeof(p), "SBX_STATE_DIR='%s' SBX_IMAGE_DIR='%s' '%s/src/cli/sbx' run noetc -- /bin/true",
+		 sbx_runtime_state_dir(rt), sbx_runtime_image_dir(rt), sbx);
+	int st = system(p);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "sbx run on a rootfs without /etc: status %d", st);
+	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+	cr_assert_eq(system(p), 0);
 }

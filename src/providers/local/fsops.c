@@ -75,7 +75,10 @@ static char *read_etc(int root, const char *file, size_t *len)
 static char *name_of(const char *db, size_t len, int group, unsigned id)
 {
 	struct sbx_pwent e;
-	return sbx__pw_by_id(&e, db, len, group, id) == 0 ? e.name : NULL;
+	if (sbx__pw_by_id(&e, db, len, group, id) < 0)
+		return NULL;
+	free(e.home);
+	return e.name;
 }
 
 /* NAME's id (and for passwd its primary gid in *gid). 0 or -ENOENT. */
