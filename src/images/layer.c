@@ -387,8 +387,12 @@ static int layer_from_fd(char **digest_out, sbx_runtime *rt, int fd, const char 
 		return r;
 	}
 	_cleanup_free_ char *root = xasprintf("%s/rootfs", tmp);
+	/* Zeroed by calloc; a compound literal here would also write (and fault
+	 * in) both 64 KiB stream buffers of every job, used or not. */
 	struct job *j = xcalloc(1, sizeof(*j));
-	*j = (struct job){ .fn = tar_job, .dir = root, .layer = true };
+	j->fn = tar_job;
+	j->dir = root;
+	j->layer = true;
 	r = sbx__stream_open(&j->st, fd, err);
 	if (r == 0)
 		r = run_job(j, err);

@@ -13,4 +13,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
+/* The process's scratch directory /dev/shm/sbx-fuzz-NAME-XXXXXX (scratch.c),
+ * made on the first call and removed at exit. */
+const char *fz_scratch_dir(const char *name);
+
 #endif

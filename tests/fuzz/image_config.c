@@ -28,11 +28,8 @@ static char *record;
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc, (void)argv;
-	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-	char *root = xasprintf("%s/sbx-fuzz-img-XXXXXX", base);
+	const char *root = fz_scratch_dir("img");
 	sbx_error *e = NULL;
-	if (!mkdtemp(root))
-		abort();
 	char *state = xasprintf("%s/state", root), *images = xasprintf("%s/images", root);
 	char *dir = xasprintf("%s/images", images);
 	sbx_runtime_opts o = SBX_RUNTIME_OPTS_INIT;
@@ -48,7 +45,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	free(dir);
 	free(state);
 	free(images);
-	free(root);
 	return 0;
 }
 

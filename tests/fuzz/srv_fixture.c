@@ -24,6 +24,7 @@
 
 #include "../../src/util/alloc.h"
 #include "../../src/util/fs.h"
+#include "fuzz.h"
 #include "srv_fixture.h"
 
 #define FZ_MAX_KV 64
@@ -336,22 +337,13 @@ static void reset_sandbox(struct server *srv)
 	sandbox_g = s;
 }
 
-static char *make_root(void)
-{
-	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-	char *dir = xasprintf("%s/sbx-fuzz-srv-XXXXXX", base);
-	if (!mkdtemp(dir))
-		fail("mkdtemp", NULL);
-	return dir;
-}
-
 struct server *fz_srv(void)
 {
 	if (srv_g)
 		return srv_g;
 	sbx_error *e = NULL;
 	struct server *srv = xcalloc(1, sizeof(*srv));
-	char *root = make_root();
+	const char *root = fz_scratch_dir("srv");
 	char *state = xasprintf("%s/state", root), *images = xasprintf("%s/images", root);
 	char *keydir = xasprintf("%s/server", state), *key = xasprintf("%s/api-key", keydir);
 	if (sbx__mkdir_p(keydir, 0700, &e) < 0 || sbx__write_file_atomic(key, FZ_API_KEY "\n",
@@ -390,7 +382,6 @@ struct server *fz_srv(void)
 	reset_sandbox(srv);
 	free(keydir);
 	free(key);
-	free(root);
 	return srv;
 }
 

@@ -3,14 +3,17 @@
  * Fuzz harness: tar extraction (src/images/layer.c). Each input is stored
  * as a layer (whiteouts, opaque directories, owners, modes, xattrs; the
  * path-safety checks) and unpacked as an image archive (regular files,
- * directories and symlinks only), both into a store on tmpfs; whatever was
- * extracted is removed again, so every input starts from the same state.
- * For speed (each extraction costs a thread and a directory tree), a hash
- * of the input decides, the same way every time, whether it also goes
- * through the unpack mode (1 in 4) and whether the layer is committed to
- * the store (1 in 8; otherwise a digest that cannot match stops it just
- * before the commit, after the whole stream was extracted and hashed).
+ * directories and symlinks only), both into a store in the process's
+ * scratch directory on tmpfs (scratch.c); whatever was extracted is removed
+ * again, so every input starts from the same state. The input is rewritten
+ * in place in one file kept open. For speed (each extraction costs a thread
+ * and a directory tree), a hash of the input decides, the same way every
+ * time, whether it also goes through the unpack mode (1 in 4) and whether
+ * the layer is committed to the store (1 in 8; otherwise a digest that
+ * cannot match stops it just before the commit, after the whole stream was
+ * extracted and hashed).
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +31,7 @@
 
 static sbx_runtime *rt;
 static char *input, *unpack;
+static int input_fd = -1;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -39,14 +43,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	pthread_attr_setstacksize(&a, 1u << 20);
 	pthread_setattr_default_np(&a);
 	pthread_attr_destroy(&a);
-	const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-	char *root = xasprintf("%s/sbx-fuzz-tar-XXXXXX", base);
+	const char *root = fz_scratch_dir("tar");
 	sbx_error *e = NULL;
-	if (!mkdtemp(root))
-		abort();
 	char *state = xasprintf("%s/state", root), *images = xasprintf("%s/images", root);
 	input = xasprintf("%s/input.tar", root);
 	unpack = xasprintf("%s/unpack", root);
+	input_fd = open(input, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (input_fd < 0) {
+		perror(input);
+		abort();
+	}
 	sbx_runtime_opts o = SBX_RUNTIME_OPTS_INIT;
 	o.state_dir = state;
 	o.image_dir = images;
@@ -56,7 +62,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	}
 	free(state);
 	free(images);
-	free(root);
 	return 0;
 }
 
@@ -65,10 +70,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!rt)
 		LLVMFuzzerInitialize(NULL, NULL);
 	sbx_error *e = NULL;
-	if (sbx__write_file_atomic(input, data, size, 0600, &e) < 0) {
-		sbx_error_free(e);
-		return 0;
-	}
+	if (pwrite(input_fd, data, size, 0) != (ssize_t)size || ftruncate(input_fd, (off_t)size) < 0)
+		abort();
 	uint32_t hash = 2166136261u;
 	for (size_t i = 0; i < size; i++)
 		hash = (hash ^ data[i]) * 16777619u;
