@@ -243,6 +243,10 @@ static int eval_copy(const struct ev *e, struct df_step *s, json_t *j)
 		const struct df_heredoc *h = &e->in->heredocs[k];
 		_cleanup_free_ char *body = h->expand ? sbx__df_expand_vars(h->body, e->f->escape, e->v)
 						      : xstrdup(h->body);
+		if (!body) {
+			json_decref(hd);
+			return fail(e, "heredoc %s expands to more than %u MiB", h->name, SBX_DF_MAX >> 20);
+		}
 		json_array_append_new(hd, json_pack("[ss]", h->name, body));
 	}
 	json_object_set_new(j, "heredocs", hd);
@@ -396,6 +400,14 @@ int sbx__df_eval(struct df_step *out, const struct df_file *f, const struct df_i
 {
 	struct ev e = { .f = f, .in = in, .v = v, .err = err };
 	memset(out, 0, sizeof(*out));
+	size_t vars = 0;
+	for (size_t i = 0; v && v->env && v->env[i]; i++)
+		vars += strlen(v->env[i]);
+	for (size_t i = 0; v && v->args && v->args[i]; i++)
+		vars += strlen(v->args[i]);
+	if (vars > SBX_DF_VARS_MAX)
+		return sbx_error_set(err, -E2BIG, "%s:%d: the stage's ENV and ARG values hold more than %u MiB",
+				     f->path, in->line, SBX_DF_VARS_MAX >> 20);
 	out->kind = in->kind;
 	out->line = in->line;
 	out->insn = in;

@@ -175,6 +175,9 @@ static int write_heredoc(struct build *b, const struct state *st, const struct d
 	struct df_vars vars = { .env = st->cfg.env, .args = st->args };
 	_cleanup_free_ char *body = h->expand ? sbx__df_expand_vars(h->body, b->f->escape, &vars)
 					      : xstrdup(h->body);
+	if (!body)
+		return sbx_error_set(b->err, -E2BIG, "%s:%d: heredoc %s expands to more than %u MiB", b->f->path,
+				     s->line, h->name, SBX_DF_MAX >> 20);
 	unlink(dst);
 	int r = sbx__write_file_atomic(dst, body, strlen(body), 0644, b->err);
 	if (r < 0)

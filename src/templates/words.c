@@ -45,11 +45,13 @@ struct lex {
 	char esc;
 	const struct df_vars *v;
 	char *errmsg;
+	bool overflow; /* an expansion outgrew its buffer: an error, never a cut */
 };
 
-static void put(sbx_buf *b, const char *s, size_t n)
+static void put(struct lex *l, sbx_buf *b, const char *s, size_t n)
 {
-	sbx__buf_append(b, s, n);
+	if (sbx__buf_append(b, s, n) < 0)
+		l->overflow = true;
 }
 
 static int expand_word_in_braces(struct lex *l, sbx_buf *out);
@@ -65,12 +67,12 @@ static int expand_var(struct lex *l, sbx_buf *out)
 			i++;
 		const char *val = sbx__df_lookup(l->v, s + st, i - st);
 		if (val)
-			put(out, val, strlen(val));
+			put(l, out, val, strlen(val));
 		l->i = i;
 		return 0;
 	}
 	if (s[i] != '{') {
-		put(out, "$", 1);
+		put(l, out, "$", 1);
 		l->i = i;
 		return 0;
 	}
@@ -113,11 +115,11 @@ static int expand_var(struct lex *l, sbx_buf *out)
 	l->i++;
 	bool set = val && (!colon || *val);
 	if (mod == '-' && !set)
-		put(out, word.data ? word.data : "", word.len);
+		put(l, out, word.data ? word.data : "", word.len);
 	else if (mod == '+' && set)
-		put(out, word.data ? word.data : "", word.len);
+		put(l, out, word.data ? word.data : "", word.len);
 	else if (mod != '+' && val)
-		put(out, val, strlen(val));
+		put(l, out, val, strlen(val));
 	sbx__buf_free(&word);
 	return 0;
 }
@@ -128,14 +130,14 @@ static int expand_word_in_braces(struct lex *l, sbx_buf *out)
 	while (l->s[l->i] && l->s[l->i] != '}') {
 		char c = l->s[l->i];
 		if (c == l->esc && l->s[l->i + 1]) {
-			put(out, l->s + l->i + 1, 1);
+			put(l, out, l->s + l->i + 1, 1);
 			l->i += 2;
 		} else if (c == '$') {
 			int r = expand_var(l, out);
 			if (r < 0)
 				return r;
 		} else {
-			put(out, &c, 1);
+			put(l, out, &c, 1);
 			l->i++;
 		}
 	}
@@ -153,7 +155,7 @@ int sbx__df_words(char ***out, const char *in, char escape, bool split, const st
 	struct lex l = { .s = in, .esc = escape, .v = v };
 	char **words = xcalloc(1, sizeof(char *));
 	sbx_buf cur;
-	sbx__buf_init(&cur, SBX_DF_MAX);
+	sbx__buf_init(&cur, SBX_DF_WORD_MAX);
 	bool have = false;
 	int r = 0;
 	while (r == 0 && in[l.i]) {
@@ -177,7 +179,7 @@ int sbx__df_words(char ***out, const char *in, char escape, bool split, const st
 				r = -EINVAL;
 				break;
 			}
-			put(&cur, in + l.i + 1, (size_t)(end - in - l.i - 1));
+			put(&l, &cur, in + l.i + 1, (size_t)(end - in - l.i - 1));
 			l.i = (size_t)(end - in) + 1;
 		} else if (c == '"') {
 			l.i++;
@@ -185,12 +187,12 @@ int sbx__df_words(char ***out, const char *in, char escape, bool split, const st
 				char d = in[l.i];
 				if (d == escape && (in[l.i + 1] == '"' || in[l.i + 1] == '$' ||
 						    in[l.i + 1] == escape)) {
-					put(&cur, in + l.i + 1, 1);
+					put(&l, &cur, in + l.i + 1, 1);
 					l.i += 2;
 				} else if (d == '$') {
 					r = expand_var(&l, &cur);
 				} else {
-					put(&cur, &d, 1);
+					put(&l, &cur, &d, 1);
 					l.i++;
 				}
 			}
@@ -201,14 +203,18 @@ int sbx__df_words(char ***out, const char *in, char escape, bool split, const st
 			if (r == 0)
 				l.i++;
 		} else if (c == escape && in[l.i + 1]) {
-			put(&cur, in + l.i + 1, 1);
+			put(&l, &cur, in + l.i + 1, 1);
 			l.i += 2;
 		} else if (c == '$') {
 			r = expand_var(&l, &cur);
 		} else {
-			put(&cur, &c, 1);
+			put(&l, &cur, &c, 1);
 			l.i++;
 		}
+	}
+	if (r == 0 && l.overflow) {
+		l.errmsg = xasprintf("expands to more than %u MiB", SBX_DF_WORD_MAX >> 20);
+		r = -E2BIG;
 	}
 	if (r == 0 && (have || !split))
 		sbx__strv_push(&words, cur.data ? cur.data : "");
@@ -243,20 +249,24 @@ char *sbx__df_expand_vars(const char *in, char escape, const struct df_vars *v)
 	sbx__buf_init(&out, SBX_DF_MAX);
 	while (in[l.i]) {
 		if (in[l.i] == escape && in[l.i + 1] == '$') {
-			put(&out, "$", 1);
+			put(&l, &out, "$", 1);
 			l.i += 2;
 		} else if (in[l.i] == '$') {
 			size_t at = l.i;
 			if (expand_var(&l, &out) < 0) {
 				free(l.errmsg);
 				l.errmsg = NULL;
-				put(&out, "$", 1);
+				put(&l, &out, "$", 1);
 				l.i = at + 1;
 			}
 		} else {
-			put(&out, in + l.i, 1);
+			put(&l, &out, in + l.i, 1);
 			l.i++;
 		}
+	}
+	if (l.overflow) {
+		sbx__buf_free(&out);
+		return NULL;
 	}
 	char *s = sbx__buf_steal(&out, NULL);
 	return s ? s : xstrdup("");

@@ -111,6 +111,13 @@ static void *outpump_main(void *arg)
 			}
 		}
 	}
+	/* Closed here, never by the exec: a sandbox process may hold the
+	 * pipe's mutex (this close then waits for it, on this thread alone). */
+	for (int i = 0; i < 2; i++)
+		if (p->fd[i] >= 0) {
+			close(p->fd[i]);
+			p->fd[i] = -1;
+		}
 	uint64_t one = 1;
 	(void)!write(p->note, &one, sizeof(one));
 	outpump_unref(p);
