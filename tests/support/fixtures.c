@@ -41,6 +41,13 @@ sbx_runtime *sbx_test_runtime(void)
 	char state[512], images[512];
 	snprintf(state, sizeof(state), "%s/test-state/%d", build_root(), (int)getpid());
 	snprintf(images, sizeof(images), "%s/test-images", build_root());
+	/* A test binary run by hand (outside meson's environment) still keeps
+	 * its writable layers off the host's default scratch file system. */
+	char scratch[512];
+	snprintf(scratch, sizeof(scratch), "%s/test-scratch", build_root());
+	setenv("SBX_SCRATCH_DIR", scratch, 0);
+	if (!getenv("SBX_SCRATCH_SIZE"))
+		setenv("SBX_SCRATCH_SIZE", "16G", 0);
 	sbx_runtime_opts o = SBX_RUNTIME_OPTS_INIT;
 	o.state_dir = state;
 	o.image_dir = images;
