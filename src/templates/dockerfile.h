@@ -24,10 +24,12 @@
 /* Most bytes all of a stage's ENV and ARG values may hold together: a
  * Dockerfile whose values double at each line ($A$A) must fail, not eat the
  * host's memory (found by fuzz/dockerfile: 1.8 GB and 7 minutes for 2 KB). */
-#define SBX_DF_VARS_MAX (4u << 20)
+#define SBX_DF_VARS_MAX (1u << 20)
 /* Longest expanded word (an ENV value, a COPY source, ...); heredoc bodies
  * may take SBX_DF_MAX. */
-#define SBX_DF_WORD_MAX (1u << 20)
+#define SBX_DF_WORD_MAX (256u << 10)
+/* Most words one instruction splits into. */
+#define SBX_DF_WORDS_MAX 65536u
 
 /* Largest Dockerfile and .dockerignore read. */
 #define SBX_DF_MAX (4u << 20)
