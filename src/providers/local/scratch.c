@@ -293,10 +293,20 @@ int sbx__scratch_mode(struct sbx_scratch *s, sbx_scratch_kind want, sbx_error **
 	return SCRATCH_TMPFS;
 }
 
+static int peek_fd(struct sbx_scratch *s);
+
+/* Sets nothing up: a limits query must not format a disk. */
 uint64_t sbx__scratch_fs_bytes(struct sbx_scratch *s)
 {
-	ensure_open(s);
-	return s->mode == SCRATCH_DISK ? s->fs_bytes : 0;
+	pthread_mutex_lock(&s->lock);
+	int opened = s->opened;
+	uint64_t have = s->mode == SCRATCH_DISK ? s->fs_bytes : 0;
+	pthread_mutex_unlock(&s->lock);
+	if (opened)
+		return have;
+	_cleanup_close_ int fd = peek_fd(s);
+	struct statvfs v;
+	return fd >= 0 && fstatvfs(fd, &v) == 0 ? (uint64_t)v.f_blocks * v.f_frsize : 0;
 }
 
 int sbx__scratch_make(struct sbx_scratch *s, const char *id, uint64_t limit, char **dir_out, sbx_error **err)
