@@ -58,8 +58,10 @@ static void outpump_unref(struct outpump *p)
 			close(p->fd[i]);
 		sbx__buf_free(&p->buf[i]);
 	}
-	close(p->wake);
-	close(p->note);
+	if (p->wake >= 0)
+		close(p->wake);
+	if (p->note >= 0)
+		close(p->note);
 	pthread_mutex_destroy(&p->lk);
 	free(p);
 }
@@ -152,10 +154,6 @@ static int outpump_start(struct outpump **out, int ofd, int efd, const sbx_exec_
 	}
 	if (e) {
 		p->refs = 1;
-		if (p->wake < 0)
-			p->wake = eventfd(0, EFD_CLOEXEC);
-		if (p->note < 0)
-			p->note = eventfd(0, EFD_CLOEXEC);
 		outpump_unref(p);
 		return sbx_error_setsys(err, -e, e, "start the output reader of an exec");
 	}
