@@ -12,4 +12,5 @@
 #include <sbx/image.h>
 #include <sbx/template.h>
 #include <sbx/task.h>
+#include <sbx/episode.h>
 #endif

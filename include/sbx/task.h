@@ -170,6 +170,8 @@ typedef struct sbx_episode_opts {
 	sbx_episode_stage_fn on_stage;
 	void *payload;
 	int force_build;            /**< build environment/ even if docker_image is present */
+	const char *const *agent_args; /**< "key=value" settings for the agent (the policy
+	                                 agent's model, api_base, ...), NULL-terminated, or NULL */
 } sbx_episode_opts;
 
 #define SBX_EPISODE_OPTS_INIT { .version = SBX_EPISODE_OPTS_VERSION }
@@ -200,6 +202,8 @@ typedef struct sbx_episode_result {
 	char *end_reason;           /**< why the agent stopped, when it says (NULL: oracle, nop) */
 	char *agent_metrics_json;   /**< the agent's metrics (JSON object text), or NULL */
 	char *extra_json;           /**< the connector's extra record fields (JSON object), or NULL */
+	char *trajectory_json;      /**< the turns played (and an agent's messages), a JSON
+	                                 object text (docs/trajectories.md), or NULL */
 } sbx_episode_result;
 
 /**

@@ -505,5 +505,6 @@ void sbx_episode_result_free(sbx_episode_result *r)
 	free(r->end_reason);
 	free(r->agent_metrics_json);
 	free(r->extra_json);
+	free(r->trajectory_json);
 	memset(r, 0, sizeof(*r));
 }

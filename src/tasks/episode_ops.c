@@ -165,6 +165,7 @@ void sbx__agent_outcome_free(sbx_agent_outcome *oc)
 	free(oc->log_path);
 	free(oc->end_reason);
 	free(oc->metrics_json);
+	free(oc->trajectory_json);
 	memset(oc, 0, sizeof(*oc));
 	oc->exit_code = -1;
 }

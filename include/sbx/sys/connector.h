@@ -119,6 +119,9 @@ typedef struct sbx_agent_outcome {
 	char *log_path;      /**< sandbox path of its log (the record keeps the tail), or NULL */
 	char *end_reason;    /**< why it stopped, for the record ("task_complete"), or NULL */
 	char *metrics_json;  /**< its metrics, a JSON object text for the record, or NULL */
+	char *trajectory_json; /**< its own part of the trajectory (a model agent's
+	                            messages), a JSON object text merged with the turns the
+	                            core recorded, or NULL */
 } sbx_agent_outcome;
 
 #define SBX_AGENT_OPS_VERSION 1
