@@ -86,6 +86,8 @@ struct srv_sandbox {
 	int dead;                    /* removed from the table; no new calls */
 	int finish_pending;          /* killed by id while calls were in flight */
 	int transition;              /* a pause or resume is under way */
+	void *ext;                   /* the Daytona API's part (daytona/), set under srv->lock */
+	void (*ext_free)(void *ext); /* runs when the record is freed */
 };
 
 struct srv_metrics {
