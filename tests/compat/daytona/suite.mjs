@@ -247,6 +247,40 @@ await check('errors: unknown sandbox -> DaytonaNotFoundError; bad key -> Daytona
   await rejects(daytona.create({ image: 'no-such-image:1' }, { timeout: 30 }), DaytonaError, 'unknown image');
 });
 
+await check('wire: error shapes and bad input (raw HTTP)', async () => {
+  const base = process.env.DAYTONA_API_URL.replace(/\/+$/, '');
+  const tb = `${sb.toolboxProxyUrl.replace(/\/+$/, '')}/${sb.id}`;
+  const auth = { Authorization: `Bearer ${process.env.DAYTONA_API_KEY}` };
+  const shape = async (res, status, what) => {
+    eq(res.status, status, `${what}: status`);
+    const j = await res.json();
+    eq(j.statusCode, status, `${what}: statusCode`);
+    ok(typeof j.message === 'string' && j.message.length > 0, `${what}: message`);
+    ok(typeof j.error === 'string' && j.timestamp && j.path, `${what}: error, timestamp, path`);
+    return j;
+  };
+  await shape(await fetch(`${base}/sandbox`), 401, 'no key');
+  await shape(await fetch(`${base}/sandbox`, { headers: { Authorization: 'Bearer nope' } }), 401, 'wrong key');
+  await shape(await fetch(`${base}/sandbox`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{not json' }), 400, 'bad JSON');
+  const j = await shape(await fetch(`${base}/sandbox`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{"labels":{"a":1}}' }), 400, 'labels not strings');
+  ok(/labels/.test(j.message), `the message names the field: ${j.message}`);
+  await shape(await fetch(`${base}/sandbox?labels=%5B1%5D`, { headers: auth }), 400, 'labels filter not an object');
+  await shape(await fetch(`${base}/sandbox?limit=0`, { headers: auth }), 400, 'limit 0');
+  await shape(await fetch(`${base}/sandbox/${sb.id}/autostop/x`, { method: 'POST', headers: auth }), 400, 'interval not a number');
+  await shape(await fetch(`${base}/sandbox/${sb.id}/archive`, { method: 'POST', headers: auth }), 404, 'unimplemented route');
+  const nf = await shape(await fetch(`${tb}/files/info?path=/nope`, { headers: auth }), 404, 'toolbox missing file');
+  eq([nf.code, nf.source], ['FILE_NOT_FOUND', 'DAYTONA_DAEMON'], 'daemon error code');
+  await shape(await fetch(`${tb}/process/execute`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{"command":5}' }), 400, 'command not a string');
+  const form = new FormData();
+  form.append('files[0].file', new Blob(['x']), 'x.txt');
+  await shape(await fetch(`${tb}/files/bulk-upload`, { method: 'POST', headers: auth, body: form }), 400, 'file part without its path');
+  await shape(await fetch(`${tb}/files/bulk-upload`, { method: 'POST', headers: { ...auth, 'Content-Type': 'text/plain' }, body: 'x' }), 400, 'not multipart');
+  await shape(await fetch(`${tb}/files/bulk-download`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{"paths":[]}' }), 400, 'no paths');
+  await shape(await fetch(`${base}/toolbox/nope/toolbox/process/execute`, { method: 'POST', headers: auth, body: '{}' }), 404, 'toolbox of an unknown sandbox');
+  const r = await fetch(`${base}/toolbox/${sb.id}/toolbox/process/execute`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{"command":"echo legacy","timeout":10}' });
+  eq(await r.json(), { exitCode: 0, result: 'legacy\n' }, 'the deprecated /api/toolbox/{id}/toolbox prefix');
+});
+
 await check('create from a Dockerfile (template builder)', async () => {
   const img = Image.base(IMAGE).runCommands(`echo built-${RUN} > /built.txt`);
   const b = await daytona.create({ image: img, labels: { 'sbx-run': RUN } }, { timeout: 170 });
