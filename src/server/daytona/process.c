@@ -111,12 +111,12 @@ json_t *sbx__dt_text(const char *data, size_t len)
 	json_t *j = json_stringn(data, len);
 	if (j)
 		return j;
-	/* not UTF-8 (or a NUL inside): each bad byte becomes U+FFFD */
+	/* not UTF-8: each bad byte becomes U+FFFD (NULs already passed, as \u0000) */
 	sbx_buf b;
 	sbx__buf_init(&b, len * 3 + 16);
 	const unsigned char *p = (const unsigned char *)data;
 	for (size_t i = 0; i < len;) {
-		size_t n = p[i] ? utf8_seq(p + i, len - i) : 0;
+		size_t n = utf8_seq(p + i, len - i);
 		if (n)
 			sbx__buf_append(&b, data + i, n);
 		else

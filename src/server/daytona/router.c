@@ -149,8 +149,10 @@ void sbx__dt_route_begin(struct srv_req *r)
 	if (!toolbox_path(r->url, id, sizeof(id), &rest))
 		return;
 	struct srv_sandbox *s = sbx__dt_find(r->srv, id);
-	if (!s)
-		return; /* answered 404 at the end; the body is dropped */
+	if (!s || s->paused) { /* answered 404 / 409 at the end; the body is dropped */
+		sbx__srv_sandbox_put(r->srv, s);
+		return;
+	}
 	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", s->id);
 	sbx__dt_upload_begin(r, s); /* takes the reference */
 }

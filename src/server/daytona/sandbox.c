@@ -30,6 +30,9 @@
 #define TTL_BACKSTOP_S 60
 #define NEVER_S (100.0 * 365 * 86400)
 #define LIST_LIMIT_MAX 200u
+#define INTERVAL_MAX (1ll << 24)   /* minutes (~31 years): minutes * 60 fits a TTL */
+#define CPU_MAX 1024ll
+#define GIB_MAX (1ll << 20)        /* memory and disk, GiB */
 
 static void ext_free(void *p)
 {
@@ -191,13 +194,13 @@ static int string_map(json_t *v)
 	return 1;
 }
 
-/* An optional integer field at least `min`: 1 set, 0 absent, -1 invalid. */
-static int int_field(json_t *o, const char *k, long long min, long long *out)
+/* An optional integer field in min..max: 1 set, 0 absent, -1 invalid. */
+static int int_field(json_t *o, const char *k, long long min, long long max, long long *out)
 {
 	json_t *v = json_object_get(o, k);
 	if (!v || json_is_null(v))
 		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < min)
+	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
 		return -1;
 	*out = json_integer_value(v);
 	return 1;
@@ -263,7 +266,7 @@ static int create_image(char **image, struct server *srv, json_t *snapshot, cons
 	if (rc == 0) {
 		sbx_build_opts o = SBX_BUILD_OPTS_INIT;
 		o.context_dir = tmpl;
-		o.slug = "daytona";
+		o.slug = "dockerfile"; /* alias dockerfile-<10 hex>, cached by digest */
 		o.timeout_s = 3600;
 		rc = sbx_template_build(&res, srv->rt, &o, e);
 	}
@@ -276,8 +279,9 @@ static int create_image(char **image, struct server *srv, json_t *snapshot, cons
 
 static const char *const bad_spec =
 	"invalid sandbox spec: name, snapshot, user must be strings; env and labels maps of strings; "
-	"buildInfo an object with dockerfileContent; cpu, memory, disk, autoStopInterval, "
-	"autoArchiveInterval non-negative integers; autoDeleteInterval an integer >= -1";
+	"buildInfo an object with dockerfileContent; cpu (<= 1024), memory and disk (GiB, <= 1048576), "
+	"autoStopInterval and autoArchiveInterval (minutes, <= 16777216) non-negative integers; "
+	"autoDeleteInterval an integer -1..16777216";
 
 static void create(struct srv_req *r, json_t *b)
 {
@@ -291,9 +295,11 @@ static void create(struct srv_req *r, json_t *b)
 	    (snapshot && !json_is_null(snapshot) && !json_is_string(snapshot)) ||
 	    (user && !json_is_null(user) && !json_is_string(user)) || !string_map(env) || !string_map(labels) ||
 	    (bi && !json_is_null(bi) && (!json_is_object(bi) || !json_is_string(df))) ||
-	    int_field(b, "cpu", 0, &cpu) < 0 || int_field(b, "memory", 0, &mem) < 0 ||
-	    int_field(b, "disk", 0, &disk) < 0 || int_field(b, "autoStopInterval", 0, &astop) < 0 ||
-	    int_field(b, "autoArchiveInterval", 0, &aarch) < 0 || int_field(b, "autoDeleteInterval", -1, &adel) < 0) {
+	    int_field(b, "cpu", 0, CPU_MAX, &cpu) < 0 || int_field(b, "memory", 0, GIB_MAX, &mem) < 0 ||
+	    int_field(b, "disk", 0, GIB_MAX, &disk) < 0 ||
+	    int_field(b, "autoStopInterval", 0, INTERVAL_MAX, &astop) < 0 ||
+	    int_field(b, "autoArchiveInterval", 0, INTERVAL_MAX, &aarch) < 0 ||
+	    int_field(b, "autoDeleteInterval", -1, INTERVAL_MAX, &adel) < 0) {
 		sbx__dt_error(r, 400, "%s", bad_spec);
 		return;
 	}
@@ -536,7 +542,7 @@ static void post_op(struct srv_req *r, struct srv_sandbox *s, const char *op, co
 	if (field || strcmp(op, "autopause") == 0 || strcmp(op, "ttl") == 0) {
 		char *end = NULL;
 		long long min = arg ? strtoll(arg, &end, 10) : -2;
-		if (!arg || !*arg || *end || min < (field == &x->auto_delete ? -1 : 0)) {
+		if (!arg || !*arg || *end || min < (field == &x->auto_delete ? -1 : 0) || min > INTERVAL_MAX) {
 			sbx__dt_error(r, 400, "%s needs an interval in minutes in the path, e.g. /%s/30", op, op);
 			return;
 		}
