@@ -156,7 +156,7 @@ static json_t *dto(struct srv_req *r, struct srv_sandbox *s, const char *state, 
 	pthread_mutex_lock(&x->lk);
 	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:o,s:b,s:b,s:s,s:f,s:i,s:f,s:f,s:s,s:s,s:s,s:I,s:i,s:I,s:I}",
 			      "id", s->id, "organizationId", DT_ORG_ID, "name", x->name, "user", x->user, "labels",
-			      labels, "public", 0, "networkBlockAll", !s->allow_internet, "target", "local", "cpu",
+			      labels, "public", 0, "networkBlockAll", !s->allow_internet, "target", sbx_provider_host()->name, "cpu",
 			      x->cpu, "gpu", 0, "memory", x->memory_gb, "disk", x->disk_gb, "state",
 			      state ? state : paused ? "stopped" : "started", "desiredState",
 			      state ? state : paused ? "stopped" : "started", "backupState", "None", "autoStopInterval",
