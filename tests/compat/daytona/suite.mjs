@@ -238,6 +238,9 @@ await check('stop and start', async () => {
   eq(second.state, 'started', 'started');
   const r = await second.process.executeCommand('echo back', undefined, undefined, 10);
   eq(r.result, 'back\n', 'runs after start');
+  // a session left open, with a command still running, goes with its sandbox
+  await second.process.createSession('left-open');
+  await second.process.executeSessionCommand('left-open', { command: 'sleep 600', runAsync: true });
 });
 
 await check('errors: unknown sandbox -> DaytonaNotFoundError; bad key -> DaytonaAuthenticationError', async () => {
