@@ -47,6 +47,7 @@ static void sandbox_free(struct srv_sandbox *s)
 	sbx_sandbox_free(s->sb);
 	if (s->ext_free)
 		s->ext_free(s->ext);
+	json_decref(s->ext_saved);
 	json_decref(s->metadata);
 	json_decref(s->env_vars);
 	free(s->template_id);

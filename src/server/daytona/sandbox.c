@@ -47,17 +47,57 @@ static void ext_free(void *p)
 	free(x);
 }
 
+/* The record's state-row part (called under srv->lock; takes x->lk). */
+static json_t *ext_row(void *p)
+{
+	struct dt_ext *x = p;
+	pthread_mutex_lock(&x->lk);
+	json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f}", "name", x->name, "user", x->user,
+			      "autoStop", (json_int_t)x->auto_stop, "autoArchive", (json_int_t)x->auto_archive,
+			      "autoDelete", (json_int_t)x->auto_delete, "createdAt", x->created_at, "lastActivity",
+			      x->last_activity, "cpu", x->cpu, "memory", x->memory_gb, "disk", x->disk_gb);
+	if (x->build_info)
+		json_object_set(o, "buildInfo", x->build_info);
+	pthread_mutex_unlock(&x->lk);
+	return json_pack("{s:o}", "daytona", o);
+}
+
+static double num(json_t *o, const char *k, double def)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_number(v) ? json_number_value(v) : def;
+}
+
+/* Defaults, or what an earlier run of the server saved (a restart keeps
+ * names and intervals). */
 static struct dt_ext *ext_new(struct srv_sandbox *s)
 {
 	struct dt_ext *x = xcalloc(1, sizeof(*x));
 	pthread_mutex_init(&x->lk, NULL);
-	x->name = xstrdup(s->id);
-	x->user = xstrdup(s->user ? s->user : "root");
-	x->auto_stop = 15;
-	x->auto_archive = 10080;
-	x->auto_delete = -1;
-	x->created_at = s->started_at;
-	x->last_activity = s->started_at;
+	json_t *d = json_object_get(s->ext_saved, "daytona");
+	const char *name = json_string_value(json_object_get(d, "name"));
+	const char *user = json_string_value(json_object_get(d, "user"));
+	x->name = xstrdup(name ? name : s->id);
+	x->user = xstrdup(user ? user : s->user ? s->user : "root");
+	x->auto_stop = (long long)num(d, "autoStop", 15);
+	x->auto_archive = (long long)num(d, "autoArchive", 10080);
+	x->auto_delete = (long long)num(d, "autoDelete", -1);
+	x->created_at = num(d, "createdAt", s->started_at);
+	x->last_activity = num(d, "lastActivity", s->started_at);
+	/* a sandbox of the E2B API: the server's limits, as control.c reports them */
+	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
+	o.provider = s->sb ? sbx_sandbox_provider(s->sb) : NULL;
+	o.cpus = s->srv->cfg.cpus;
+	o.memory_mb = s->srv->cfg.memory_mb;
+	o.storage_mb = s->srv->cfg.storage_mb;
+	sbx_limits lim = { 0 };
+	if (!d && sbx_sandbox_limits(&lim, s->srv->rt, &o, NULL) < 0)
+		lim = (sbx_limits){ .cpus = o.cpus, .memory_mb = o.memory_mb, .storage_mb = o.storage_mb };
+	x->cpu = num(d, "cpu", lim.cpus > 0 ? lim.cpus : 1);
+	x->memory_gb = num(d, "memory", lim.memory_mb ? lim.memory_mb / 1024.0 : 1);
+	x->disk_gb = num(d, "disk", lim.storage_mb ? lim.storage_mb / 1024.0 : 3);
+	json_t *bi = json_object_get(d, "buildInfo");
+	x->build_info = json_is_object(bi) ? json_incref(bi) : NULL;
 	return x;
 }
 
@@ -67,6 +107,7 @@ struct dt_ext *sbx__dt_ext(struct srv_sandbox *s)
 	if (!s->ext) {
 		s->ext = ext_new(s);
 		s->ext_free = ext_free;
+		s->ext_row = ext_row;
 	}
 	struct dt_ext *x = s->ext;
 	pthread_mutex_unlock(&s->srv->lock);
@@ -121,7 +162,8 @@ struct srv_sandbox *sbx__dt_find(struct server *srv, const char *id_or_name)
 	size_t n;
 	struct srv_sandbox **v = sbx__srv_sandbox_all(srv, &n);
 	for (size_t i = 0; i < n; i++) {
-		struct dt_ext *x = s ? NULL : v[i]->ext;
+		/* restored records make their part from the saved row on first use */
+		struct dt_ext *x = s || (!v[i]->ext && !v[i]->ext_saved) ? NULL : sbx__dt_ext(v[i]);
 		if (x) {
 			pthread_mutex_lock(&x->lk);
 			if (strcmp(x->name, id_or_name) == 0)
@@ -407,6 +449,7 @@ static void create(struct srv_req *r, json_t *b)
 	x->build_info = bi && json_is_object(bi) ? json_copy(bi) : NULL;
 	s->ext = x;
 	s->ext_free = ext_free;
+	s->ext_row = ext_row;
 	s->end_at = s->started_at + (astop ? (double)astop * 60 + (adel > 0 ? adel * 60.0 : 0) : NEVER_S);
 	sbx__srv_state_save(srv, s);
 	s->refs++;

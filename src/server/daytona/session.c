@@ -462,11 +462,21 @@ void sbx__dt_session(struct srv_req *r, struct srv_sandbox *s, char **seg, size_
 	if (n == 0 && strcmp(m, "POST") == 0) {
 		create_session(r, s, x);
 	} else if (n == 0 && strcmp(m, "GET") == 0) {
-		json_t *a = json_array();
+		/* references first: reading logs takes srv->lock, which is taken
+		 * before x->lk elsewhere (the state row), never after it */
+		struct dt_session *v[SESSIONS_MAX];
+		size_t k = 0;
 		pthread_mutex_lock(&x->lk);
-		for (struct dt_session *ss = x->sessions; ss; ss = ss->next)
-			json_array_append_new(a, session_json(s, ss));
+		for (struct dt_session *ss = x->sessions; ss && k < SESSIONS_MAX; ss = ss->next, k++) {
+			ss->refs++;
+			v[k] = ss;
+		}
 		pthread_mutex_unlock(&x->lk);
+		json_t *a = json_array();
+		for (size_t i = k; i-- > 0;) {
+			json_array_append_new(a, session_json(s, v[i]));
+			session_put(x, v[i]);
+		}
 		sbx__srv_reply_json(r, 200, a);
 	} else if (n == 0) {
 		sbx__dt_tb_error(r, 405, NULL, "method %s not allowed on /process/session", m);

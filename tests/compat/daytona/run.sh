@@ -6,7 +6,8 @@
 # starts BUILD_DIR/src/cli/sbx serve on a free loopback port with a private
 # state dir (and SBX_SERVE_DAYTONA_FAIL_CREATES=2, so the suite also sees the
 # quota error), runs tests/compat/daytona/suite.mjs from an empty directory
-# (the SDK refuses an endpoint also named by a .env), stops the server,
+# (the SDK refuses an endpoint also named by a .env), then restart.mjs around
+# a restart of the server (a sandbox keeps its name and intervals), stops it,
 # checks that no sandbox is left, and closes with
 #   compat-daytona: 1 versions, N passed, N failed, N skipped
 # Without node/npm or root: skip (exit 77), or fail when SBX_MUST_WORK=1.
@@ -64,19 +65,34 @@ trap cleanup EXIT
 bash "$here/../mkimage.sh" "$sbx" bash || { echo "compat-daytona: building the image 'bash' failed"; exit 1; }
 
 log=$work/server.log
-SBX_SERVE_DAYTONA_FAIL_CREATES=$fails "$sbx" serve --listen 127.0.0.1:0 --state-dir "$state" \
-  --default-template bash >"$log" 2>&1 &
-server_pid=$!
-url= keyfile=
-for _ in $(seq 1 300); do
-  if line=$(grep -m1 'ready url=' "$log" 2>/dev/null); then
-    url=$(sed -n 's/.*ready url=\([^ ]*\).*/\1/p' <<<"$line")
-    keyfile=$(sed -n 's/.*key_file=\([^ ]*\).*/\1/p' <<<"$line")
-    break
+# start_server LOG [PORT]: sbx serve on the private state dir; sets url, keyfile
+start_server() {
+  SBX_SERVE_DAYTONA_FAIL_CREATES=$fails "$sbx" serve --listen "127.0.0.1:${2:-0}" --state-dir "$state" \
+    --default-template bash >"$1" 2>&1 &
+  server_pid=$!
+  url= keyfile=
+  for _ in $(seq 1 300); do
+    if line=$(grep -m1 'ready url=' "$1" 2>/dev/null); then
+      url=$(sed -n 's/.*ready url=\([^ ]*\).*/\1/p' <<<"$line")
+      keyfile=$(sed -n 's/.*key_file=\([^ ]*\).*/\1/p' <<<"$line")
+      break
+    fi
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+}
+# stop_server: SIGTERM (sandboxes are kept for the next start); 0 when it exited
+stop_server() {
+  kill -TERM "$server_pid"
+  for _ in $(seq 1 300); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$server_pid" 2>/dev/null; then
+    echo "compat-daytona: sbx serve did not exit within 30 s of SIGTERM"
+    return 1
   fi
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.1
-done
+  wait "$server_pid" 2>/dev/null
+  server_pid=
+}
+start_server "$log"
 if [ -z "$url" ]; then
   echo "compat-daytona: sbx serve did not start; its log:"
   sed 's/^/  | /' "$log"
@@ -100,20 +116,31 @@ else
   p=0 f=0 s=0
 fi
 [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+
+# A restart keeps a sandbox's Daytona name, labels and intervals (server.db).
+rname=sbx-restart-$$
+(cd "$work/cwd" && node "$here/restart.mjs" "$cache/daytona-$version" before "$rname") || f=$((f + 1))
+port=${url##*:}
+stop_server || f=$((f + 1))
+log2=$work/server2.log
+start_server "$log2" "$port"
+if [ -z "$url" ]; then
+  echo "compat-daytona: sbx serve did not restart; its log:"
+  sed 's/^/  | /' "$log2"
+  f=$((f + 1))
+else
+  (cd "$work/cwd" && node "$here/restart.mjs" "$cache/daytona-$version" after "$rname") && p=$((p + 2)) || f=$((f + 1))
+fi
 left=$("$sbx" ls --json 2>/dev/null | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).length))')
 if [ "${left:-x}" != 0 ]; then
   echo "compat-daytona: the suite left ${left:-?} sandbox(es) behind"
   f=$((f + 1))
 fi
 
-kill -TERM "$server_pid"
-for _ in $(seq 1 300); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$server_pid" 2>/dev/null; then
-  echo "compat-daytona: sbx serve did not exit within 30 s of SIGTERM"
-  f=$((f + 1))
+if [ -n "$server_pid" ]; then
+  stop_server || f=$((f + 1))
 fi
-wait "$server_pid" 2>/dev/null
-server_pid=
+[ -f "$log2" ] && cat "$log2" >>"$log"
 if grep -q -E 'AddressSanitizer|runtime error:|LeakSanitizer' "$log"; then
   echo "compat-daytona: sanitizer report in the server log"
   f=$((f + 1))
