@@ -60,6 +60,9 @@ Test(conf_exec, exit_codes)
 
 Test(conf_exec, killed_by_signal)
 {
+	if (C.kind == CONF_DAYTONA)
+		cr_skip_test("not applicable: Daytona's toolbox reports an exit code only (a signal is 128+N, "
+			     "not told apart from 'exit 128+N')");
 	sbx_sandbox *sb = conf_create(NULL);
 	static const int sigs[] = { SIGKILL, SIGTERM, SIGSEGV };
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
@@ -316,6 +319,8 @@ Test(conf_exec, streamed_process)
 	sbx_process *p = NULL;
 	sbx_error *err = NULL;
 	int r = sbx_process_start(&p, sb, &x, 1, &err);
+	if (r == -ENOSYS && C.kind == CONF_DAYTONA)
+		cr_skip_test("not applicable: the daytona provider has no streamed processes yet (no process_start)");
 	if (r == -ENOSYS && C.kind == CONF_FAULTY) {
 		sbx_error_free(err);
 		conf_destroy(sb);

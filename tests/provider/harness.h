@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The provider conformance suite's harness: which provider this run tests
- * ($SBX_CONF_PROVIDER: local, faulty or e2b), a private runtime for it, and
- * for e2b an `sbx serve` of the test's own on loopback. Only the public API
+ * ($SBX_CONF_PROVIDER: local, faulty, e2b or daytona), a private runtime for it, and
+ * for e2b and daytona an `sbx serve` of the test's own on loopback. Only the public API
  * (include/sbx/) is used; the binary links the shared libsbx, which exports
  * nothing else.
  */
@@ -18,7 +18,9 @@
 #include <sbx/sbx.h>
 #include <sbx/sys/faulty.h>
 
-enum conf_kind { CONF_LOCAL, CONF_FAULTY, CONF_E2B };
+enum conf_kind { CONF_LOCAL, CONF_FAULTY, CONF_E2B, CONF_DAYTONA };
+/* A provider tested against an `sbx serve` of the test's own. */
+#define CONF_SERVED(k) ((k) == CONF_E2B || (k) == CONF_DAYTONA)
 
 struct conf {
 	enum conf_kind kind;

@@ -56,6 +56,11 @@ int sbx__dtn_info_parse(struct dtn_info *out, json_t *o, sbx_error **err)
 	out->toolbox_url = opt_str(o, "toolboxProxyUrl");
 	out->error_reason = opt_str(o, "errorReason");
 	out->created_at = parse_time(json_string_value(json_object_get(o, "createdAt")));
+	out->expires_at = parse_time(json_string_value(json_object_get(o, "autoDestroyAt")));
+	json_int_t stop = json_integer_value(json_object_get(o, "autoStopInterval"));
+	double last = parse_time(json_string_value(json_object_get(o, "lastActivityAt")));
+	if (!out->expires_at && stop > 0 && last > 0)
+		out->expires_at = last + 60.0 * (double)stop;
 	const char *k;
 	json_t *v;
 	json_object_foreach(json_object_get(o, "labels"), k, v) {

@@ -194,6 +194,16 @@ static int d_read(void **data_out, size_t *len_out, void *h, const char *path, s
 	return sbx__dtn_read(data_out, len_out, h, path, max, err);
 }
 
+static int d_upload(void *h, const char *src, const char *dst, sbx_error **err)
+{
+	return sbx__dtn_upload(h, src, dst, err);
+}
+
+static int d_download(void *h, const char *src, const char *dst, sbx_error **err)
+{
+	return sbx__dtn_download(h, src, dst, err);
+}
+
 static int d_set_timeout(void *h, unsigned ttl_s, sbx_error **err)
 {
 	struct dtn_sb *sb = h;
@@ -258,8 +268,11 @@ static int d_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_error **
 		s->id = xstrdup(v[i].id);
 		s->provider = xstrdup("daytona");
 		s->image = xstrdup(v[i].snapshot ? v[i].snapshot : "");
-		s->state = xstrdup(v[i].state ? v[i].state : "started");
+		/* sbx's word for a sandbox that runs */
+		int up = !v[i].state || !strcmp(v[i].state, "started");
+		s->state = xstrdup(up ? "running" : v[i].state);
 		s->created_at = v[i].created_at;
+		s->expires_at = v[i].expires_at;
 		s->leaked = is_leaked(v[i].labels) || sbx__dtn_state_step(v[i].state) < 0;
 		s->labels = steal_ptr(&v[i].labels);
 		sbx__dtn_info_clear(&v[i]);
@@ -283,6 +296,8 @@ const sbx_provider_ops sbx_provider_daytona = {
 	.exec = d_exec,
 	.write_file = d_write,
 	.read_file = d_read,
+	.upload = d_upload,
+	.download = d_download,
 	.set_timeout = d_set_timeout,
 	.destroy = d_destroy,
 	.close = d_close,

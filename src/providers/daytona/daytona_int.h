@@ -40,6 +40,7 @@ struct dtn_info {
 	char *error_reason;
 	char **labels;      /* "k=v", NULL-terminated */
 	double created_at;
+	double expires_at;   /* autoDestroyAt, else last activity + autoStopInterval; 0 = none */
 };
 void sbx__dtn_info_clear(struct dtn_info *i);
 int sbx__dtn_info_parse(struct dtn_info *out, json_t *o, sbx_error **err);
@@ -111,6 +112,9 @@ int sbx__dtn_write(struct dtn_sb *sb, const char *path, const void *data, size_t
 		   sbx_error **err);
 int sbx__dtn_read(void **data_out, size_t *len_out, struct dtn_sb *sb, const char *path, size_t max,
 		  sbx_error **err);
+/* xfer.c: trees as a tar through the file routes. */
+int sbx__dtn_upload(struct dtn_sb *sb, const char *src, const char *dst, sbx_error **err);
+int sbx__dtn_download(struct dtn_sb *sb, const char *src, const char *dst, sbx_error **err);
 /* Shell-quotes s. Owned. */
 char *sbx__dtn_shq(const char *s);
 /* The wrapper a session runs for one exec (cwd, env, user, stdin file, pid file). Owned. */

@@ -129,15 +129,6 @@ static int tb_sh(struct dtn_sb *sb, const char *cmd, sbx_error **err)
 	return r;
 }
 
-static void keep_out(char **dst, size_t *len, const char *s, size_t max)
-{
-	size_t n = s ? strlen(s) : 0;
-	if (max && n > max)
-		n = max;
-	*dst = xstrndup(s ? s : "", n);
-	*len = n;
-}
-
 /* Kills the tree under the pid in PIDFILE: stopped top-down, then killed. */
 static void kill_tree(struct dtn_sb *sb, const char *pidfile)
 {
@@ -146,6 +137,45 @@ static void kill_tree(struct dtn_sb *sb, const char *pidfile)
 		"kill -KILL $1 2>/dev/null; }; p=$(cat %s 2>/dev/null) && [ -n \"$p\" ] && k $p; rm -f %s; true",
 		pidfile, pidfile);
 	tb_sh(sb, cmd, NULL);
+}
+
+static int read_one(char **dst, size_t *len, struct dtn_sb *sb, const char *path, size_t max, sbx_error **err)
+{
+	void *d = NULL;
+	size_t n = 0;
+	sbx_error *e = NULL;
+	int r = sbx__dtn_read(&d, &n, sb, path, DTN_BODY_MAX * 8, &e);
+	if (r == -ENOENT) /* the command never started its shell */
+		r = 0, d = NULL, n = 0;
+	if (r < 0) {
+		if (err && !*err)
+			*err = steal_ptr(&e);
+		sbx_error_free(e);
+		return r;
+	}
+	sbx_error_free(e);
+	if (n > max)
+		n = max;
+	*dst = d ? d : xstrdup("");
+	(*dst)[n] = '\0';
+	*len = n;
+	return 0;
+}
+
+static int read_output(sbx_exec_result *out, struct dtn_sb *sb, const char *outf, const char *errf,
+		       const sbx_exec_opts *o, sbx_error **err)
+{
+	size_t max = o->output_max ? o->output_max : (16u << 20);
+	int r = read_one(&out->out, &out->out_len, sb, outf, max, err);
+	if (r == 0)
+		r = read_one(&out->err, &out->err_len, sb, errf, max, err);
+	if (r == 0 && o->on_output) {
+		if (out->out_len)
+			o->on_output(1, out->out, out->out_len, o->payload);
+		if (out->err_len)
+			o->on_output(2, out->err, out->err_len, o->payload);
+	}
+	return r;
 }
 
 int sbx__dtn_exec(sbx_exec_result *out, struct dtn_sb *sb, const sbx_exec_opts *o, sbx_error **err)
@@ -157,7 +187,9 @@ int sbx__dtn_exec(sbx_exec_result *out, struct dtn_sb *sb, const sbx_exec_opts *
 	sbx__random_hex(rnd, 16);
 	_cleanup_free_ char *sid = xasprintf("sbx-%s", rnd);
 	_cleanup_free_ char *pidf = xasprintf("/tmp/.sbx-exec-%s.pid", rnd);
-	_cleanup_free_ char *inf = NULL, *crel = NULL, *lrel = NULL, *lurl = NULL;
+	_cleanup_free_ char *inf = NULL, *crel = NULL;
+	_cleanup_free_ char *outf = xasprintf("/tmp/.sbx-exec-%s.out", rnd);
+	_cleanup_free_ char *errf = xasprintf("/tmp/.sbx-exec-%s.err", rnd);
 	int r, have_exit = 0, timed_out = 0, code = -1;
 	if (o->stdin_data) {
 		inf = xasprintf("/tmp/.sbx-exec-%s.in", rnd);
@@ -172,7 +204,7 @@ int sbx__dtn_exec(sbx_exec_result *out, struct dtn_sb *sb, const sbx_exec_opts *
 		return r;
 	_cleanup_free_ char *wrap = sbx__dtn_wrap(o, sb->user, sb->workdir, sb->env, inf, pidf);
 	_cleanup_free_ char *wq = sbx__dtn_shq(wrap);
-	_cleanup_free_ char *cmd = xasprintf("/bin/sh -c %s", wq);
+	_cleanup_free_ char *cmd = xasprintf("/bin/sh -c %s >%s 2>%s", wq, outf, errf);
 	json_t *body = json_pack("{s:s, s:b}", "command", cmd, "runAsync", 1);
 	json_t *j = NULL;
 	_cleanup_free_ char *rel = xasprintf("/process/session/%s/exec", sid);
@@ -208,32 +240,8 @@ int sbx__dtn_exec(sbx_exec_result *out, struct dtn_sb *sb, const sbx_exec_opts *
 		sleep_s(wait);
 		wait = wait < 0.2 ? wait * 2 : 0.2;
 	}
-	lrel = xasprintf("%s/logs", crel);
-	sbx_buf resp;
-	sbx__buf_init(&resp, DTN_BODY_MAX * 2);
-	char ctype[128];
-	lurl = xasprintf("%s%s", sb->tb, lrel);
-	r = sbx__dtn_raw(&resp, ctype, sizeof(ctype), sb->ctx, "GET", lurl, NULL, NULL, 0, TB_TIMEOUT_MS,
-			 "command logs", err);
-	if (r == 0) {
-		size_t max = o->output_max ? o->output_max : (16u << 20);
-		json_t *lj = strstr(ctype, "json") ? json_loadb(resp.data, resp.len, 0, NULL) : NULL;
-		if (json_is_object(lj)) {
-			keep_out(&out->out, &out->out_len, json_string_value(json_object_get(lj, "stdout")), max);
-			keep_out(&out->err, &out->err_len, json_string_value(json_object_get(lj, "stderr")), max);
-		} else {
-			keep_out(&out->out, &out->out_len, resp.len ? resp.data : "", max);
-			keep_out(&out->err, &out->err_len, "", max);
-		}
-		json_decref(lj);
-		if (o->on_output) {
-			if (out->out_len)
-				o->on_output(1, out->out, out->out_len, o->payload);
-			if (out->err_len)
-				o->on_output(2, out->err, out->err_len, o->payload);
-		}
-	}
-	sbx__buf_free(&resp);
+	/* the output files, not the session's logs: bytes that are not UTF-8 survive */
+	r = read_output(out, sb, outf, errf, o, err);
 	if (r < 0)
 		goto out;
 	out->timed_out = timed_out;
@@ -248,8 +256,8 @@ out:
 		sbx_exec_result_free(out);
 	_cleanup_free_ char *drel = xasprintf("/process/session/%s", sid);
 	tb_call(NULL, sb, "DELETE", drel, NULL, "delete session", NULL);
-	if (!timed_out || r < 0) {
-		_cleanup_free_ char *rm = xasprintf("rm -f %s", pidf);
+	{
+		_cleanup_free_ char *rm = xasprintf("rm -f %s %s %s", pidf, outf, errf);
 		tb_sh(sb, rm, NULL);
 	}
 	return r;
