@@ -185,11 +185,21 @@ static json_t *ts(double t)
 	return j;
 }
 
+/* The toolbox base the client reaches this server at: its Host header when
+ * that is a plain host[:port], else the loopback address we listen on. */
+static char *proxy_url(struct srv_req *r)
+{
+	const char *host = sbx__srv_header(r, "Host");
+	size_t n = host ? strlen(host) : 0;
+	if (n == 0 || n > 255 || strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") != n)
+		return xasprintf("http://127.0.0.1:%u/toolbox", r->srv->port);
+	return xasprintf("http://%s/toolbox", host);
+}
+
 static json_t *dto(struct srv_req *r, struct srv_sandbox *s, const char *state, int full)
 {
 	struct dt_ext *x = sbx__dt_ext(s);
-	const char *host = sbx__srv_header(r, "Host");
-	_cleanup_free_ char *proxy = xasprintf("http://%s/toolbox", host ? host : "127.0.0.1");
+	_cleanup_free_ char *proxy = proxy_url(r);
 	pthread_mutex_lock(&r->srv->lock);
 	int paused = s->paused;
 	double end_at = s->end_at;
@@ -320,7 +330,7 @@ static int create_image(char **image, struct server *srv, json_t *snapshot, cons
 }
 
 static const char *const bad_spec =
-	"invalid sandbox spec: name, snapshot, user must be strings; env and labels maps of strings; "
+	"invalid sandbox spec: name (1..255 bytes), snapshot, user must be strings; env and labels maps of strings; "
 	"buildInfo an object with dockerfileContent; cpu (<= 1024), memory and disk (GiB, <= 1048576), "
 	"autoStopInterval and autoArchiveInterval (minutes, <= 16777216) non-negative integers; "
 	"autoDeleteInterval an integer -1..16777216";
@@ -333,7 +343,8 @@ static void create(struct srv_req *r, json_t *b)
 	json_t *labels = json_object_get(b, "labels"), *bi = json_object_get(b, "buildInfo");
 	json_t *df = bi ? json_object_get(bi, "dockerfileContent") : NULL;
 	long long cpu = 0, mem = 0, disk = 0, astop = 15, aarch = 10080, adel = -1;
-	if ((name && !json_is_null(name) && !json_is_string(name)) ||
+	if ((name && !json_is_null(name) &&
+	     (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) > 255)) ||
 	    (snapshot && !json_is_null(snapshot) && !json_is_string(snapshot)) ||
 	    (user && !json_is_null(user) && !json_is_string(user)) || !string_map(env) || !string_map(labels) ||
 	    (bi && !json_is_null(bi) && (!json_is_object(bi) || !json_is_string(df))) ||
@@ -689,8 +700,7 @@ void sbx__dt_sandbox(struct srv_req *r, char **seg, size_t n)
 	} else if (n == 3 && strcmp(m, "PUT") == 0 && strcmp(seg[2], "labels") == 0) {
 		put_labels(r, s);
 	} else if (n == 3 && strcmp(m, "GET") == 0 && strcmp(seg[2], "toolbox-proxy-url") == 0) {
-		const char *host = sbx__srv_header(r, "Host");
-		_cleanup_free_ char *u = xasprintf("http://%s/toolbox", host ? host : "127.0.0.1");
+		_cleanup_free_ char *u = proxy_url(r);
 		sbx__srv_reply_json(r, 200, json_pack("{s:s}", "url", u));
 	} else if ((n == 3 || n == 4) && strcmp(m, "POST") == 0) {
 		post_op(r, s, seg[2], n == 4 ? seg[3] : NULL);
