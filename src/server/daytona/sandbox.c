@@ -59,7 +59,7 @@ static json_t *ext_row(void *p)
 	if (x->build_info)
 		json_object_set(o, "buildInfo", x->build_info);
 	pthread_mutex_unlock(&x->lk);
-	return json_pack("{s:o}", "daytona", o);
+	return json_pack("{s:o}", "daytonaApi", o);
 }
 
 static double num(json_t *o, const char *k, double def)
@@ -74,7 +74,7 @@ static struct dt_ext *ext_new(struct srv_sandbox *s)
 {
 	struct dt_ext *x = xcalloc(1, sizeof(*x));
 	pthread_mutex_init(&x->lk, NULL);
-	json_t *d = json_object_get(s->ext_saved, "daytona");
+	json_t *d = json_object_get(s->ext_saved, "daytonaApi");
 	const char *name = json_string_value(json_object_get(d, "name"));
 	const char *user = json_string_value(json_object_get(d, "user"));
 	x->name = xstrdup(name ? name : s->id);
