@@ -428,7 +428,7 @@ static void create(struct srv_req *r, json_t *b)
 	rc = sbx_sandbox_create(&s->sb, srv->rt, &o, &e);
 	if (rc < 0) {
 		sbx__srv_metrics_create(srv, sbx__now_mono() - t0, 0);
-		sbx__dt_error(r, rc == -EAGAIN ? 429 : 500, "create sandbox: %s", e && e->msg ? e->msg : sbx_error_code_name(rc));
+		sbx__dt_error(r, sbx__srv_http_status(rc), "create sandbox: %s", e && e->msg ? e->msg : sbx_error_code_name(rc));
 		sbx_error_free(e);
 		goto out;
 	}
@@ -502,11 +502,28 @@ static int labels_match(struct srv_sandbox *s, json_t *want)
 	return ok;
 }
 
+/* states=started,stopped (one value or comma-separated; the first of repeated ones) */
+static int state_match(struct srv_sandbox *s, const char *states)
+{
+	if (!states || !*states)
+		return 1;
+	pthread_mutex_lock(&s->srv->lock);
+	const char *mine = s->paused ? "stopped" : "started";
+	pthread_mutex_unlock(&s->srv->lock);
+	size_t n = strlen(mine);
+	for (const char *p = states; *p; p += strcspn(p, ","), p += *p == ',') {
+		if (strncmp(p, mine, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return 1;
+	}
+	return 0;
+}
+
 static void list(struct srv_req *r)
 {
 	struct server *srv = r->srv;
 	const char *lq = sbx__srv_query(r, "labels"), *cursor = sbx__srv_query(r, "cursor");
 	const char *limit_s = sbx__srv_query(r, "limit"), *idq = sbx__srv_query(r, "id");
+	const char *states = sbx__srv_query(r, "states");
 	uint64_t limit = 100;
 	if (limit_s && (sbx__parse_u64(&limit, limit_s) < 0 || limit == 0 || limit > LIST_LIMIT_MAX)) {
 		sbx__dt_error(r, 400, "limit must be an integer 1..%u", LIST_LIMIT_MAX);
@@ -537,7 +554,8 @@ static void list(struct srv_req *r)
 	struct srv_sandbox *last = NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct srv_sandbox *s = v[i];
-		if ((want && !labels_match(s, want)) || (idq && *idq && !sbx__str_startswith(s->id, idq)))
+		if ((want && !labels_match(s, want)) || (idq && *idq && !sbx__str_startswith(s->id, idq)) ||
+		    !state_match(s, states))
 			continue;
 		if (after_t >= 0) {
 			int c = s->started_at != after_t ? (s->started_at < after_t ? -1 : 1) : strcmp(s->id, after_id);

@@ -234,6 +234,9 @@ await check('setLabels replaces; list by labels (cursor pages)', async () => {
 await check('stop and start', async () => {
   await second.stop();
   eq(second.state, 'stopped', 'stopped');
+  const stopped = [];
+  for await (const x of await daytona.list({ labels: { 'sbx-run': RUN }, states: ['stopped'] })) stopped.push(x.id);
+  eq(stopped, [second.id], 'list by state');
   await second.start();
   eq(second.state, 'started', 'started');
   const r = await second.process.executeCommand('echo back', undefined, undefined, 10);
