@@ -246,6 +246,31 @@ static int string_map(json_t *v)
 	return 1;
 }
 
+/* Labels become the local sandbox's "k=v" labels: keys 1..255 bytes without
+ * '=', values up to 4096 bytes, no control characters in either. */
+static int labels_ok(json_t *v)
+{
+	const char *k;
+	json_t *x;
+	if (!v || json_is_null(v))
+		return 1;
+	if (!string_map(v))
+		return 0;
+	json_object_foreach(v, k, x) {
+		size_t kl = strlen(k), vl = json_string_length(x);
+		const char *val = json_string_value(x);
+		if (kl == 0 || kl > 255 || strchr(k, '=') || vl > 4096 || strlen(val) != vl)
+			return 0;
+		for (const char *c = k; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				return 0;
+		for (const char *c = val; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				return 0;
+	}
+	return 1;
+}
+
 /* An optional integer field in min..max: 1 set, 0 absent, -1 invalid. */
 static int int_field(json_t *o, const char *k, long long min, long long max, long long *out)
 {
@@ -330,7 +355,8 @@ static int create_image(char **image, struct server *srv, json_t *snapshot, cons
 }
 
 static const char *const bad_spec =
-	"invalid sandbox spec: name (1..255 bytes), snapshot, user must be strings; env and labels maps of strings; "
+	"invalid sandbox spec: name (1..255 bytes), snapshot, user must be strings; env a map of strings; "
+	"labels a map of strings (keys 1..255 bytes without '=', values up to 4096, no control characters); "
 	"buildInfo an object with dockerfileContent; cpu (<= 1024), memory and disk (GiB, <= 1048576), "
 	"autoStopInterval and autoArchiveInterval (minutes, <= 16777216) non-negative integers; "
 	"autoDeleteInterval an integer -1..16777216";
@@ -346,7 +372,7 @@ static void create(struct srv_req *r, json_t *b)
 	if ((name && !json_is_null(name) &&
 	     (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) > 255)) ||
 	    (snapshot && !json_is_null(snapshot) && !json_is_string(snapshot)) ||
-	    (user && !json_is_null(user) && !json_is_string(user)) || !string_map(env) || !string_map(labels) ||
+	    (user && !json_is_null(user) && !json_is_string(user)) || !string_map(env) || !labels_ok(labels) ||
 	    (bi && !json_is_null(bi) && (!json_is_object(bi) || !json_is_string(df))) ||
 	    int_field(b, "cpu", 0, CPU_MAX, &cpu) < 0 || int_field(b, "memory", 0, GIB_MAX, &mem) < 0 ||
 	    int_field(b, "disk", 0, GIB_MAX, &disk) < 0 ||
@@ -667,8 +693,9 @@ static void put_labels(struct srv_req *r, struct srv_sandbox *s)
 	if (!b)
 		return;
 	json_t *l = json_object_get(b, "labels");
-	if (!l || !json_is_object(l) || !string_map(l)) {
-		sbx__dt_error(r, 400, "labels must be an object of strings");
+	if (!l || !json_is_object(l) || !labels_ok(l)) {
+		sbx__dt_error(r, 400, "labels must be an object of strings (keys 1..255 bytes without '=', values up "
+				      "to 4096, no control characters)");
 		json_decref(b);
 		return;
 	}

@@ -270,6 +270,8 @@ await check('wire: error shapes and bad input (raw HTTP)', async () => {
   await shape(await fetch(`${base}/sandbox`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{not json' }), 400, 'bad JSON');
   const j = await shape(await fetch(`${base}/sandbox`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{"labels":{"a":1}}' }), 400, 'labels not strings');
   ok(/labels/.test(j.message), `the message names the field: ${j.message}`);
+  await shape(await fetch(`${base}/sandbox`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{"labels":{"a=b":"c"}}' }), 400, "a label key with '='");
+  await shape(await fetch(`${base}/sandbox/${sb.id}/labels`, { method: 'PUT', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{"labels":{"k":"line\\nbreak"}}' }), 400, 'a label value with a newline');
   await shape(await fetch(`${base}/sandbox?labels=%5B1%5D`, { headers: auth }), 400, 'labels filter not an object');
   await shape(await fetch(`${base}/sandbox?limit=0`, { headers: auth }), 400, 'limit 0');
   await shape(await fetch(`${base}/sandbox/${sb.id}/autostop/x`, { method: 'POST', headers: auth }), 400, 'interval not a number');
