@@ -175,6 +175,23 @@ await check('fs: createFolder, listFiles, getFileDetails, moveFiles, setFilePerm
   await rejects(sb.fs.getFileDetails('/tmp/d1'), DaytonaNotFoundError, 'deleted folder');
 });
 
+await check('fs: findFiles, searchFiles, replaceInFiles', async () => {
+  await sb.fs.uploadFiles([
+    { source: Buffer.from('alpha\nTODO: one\nbeta\n'), destination: '/tmp/srch/a.txt' },
+    { source: Buffer.from('TODO: two\n'), destination: '/tmp/srch/sub/b.md' },
+  ]);
+  const m = await sb.fs.findFiles('/tmp/srch', 'TODO:');
+  eq(m.map((x) => [x.file, x.line, x.content]).sort(),
+    [['/tmp/srch/a.txt', 2, 'TODO: one'], ['/tmp/srch/sub/b.md', 1, 'TODO: two']], 'matches');
+  eq(await sb.fs.findFiles('/tmp/srch', 'nothing-here'), [], 'no match');
+  const f = await sb.fs.searchFiles('/tmp/srch', '*.md');
+  eq(f.files, ['/tmp/srch/sub/b.md'], 'search by glob');
+  const rr = await sb.fs.replaceInFiles(['/tmp/srch/a.txt', '/tmp/srch/none.txt'], 'TODO', 'DONE');
+  eq(rr.map((x) => [x.file, x.success]), [['/tmp/srch/a.txt', true], ['/tmp/srch/none.txt', false]], 'replace results');
+  eq((await sb.fs.downloadFile('/tmp/srch/a.txt')).toString(), 'alpha\nDONE: one\nbeta\n', 'replaced');
+  await rejects(sb.fs.findFiles('/no/such/dir', 'x'), DaytonaNotFoundError, 'find in a missing dir');
+});
+
 await check('sessions: state carries over, streams stay apart', async () => {
   await sb.process.createSession('s1');
   await sb.process.executeSessionCommand('s1', { command: 'cd /tmp && export SBX_A=1' });
