@@ -162,7 +162,10 @@ static json_t *replace_one(struct srv_sandbox *s, const char *file, const char *
 	if (rc == 0 && !out)
 		rc = sbx_error_set(&e, -EFBIG, "%s would grow past %u bytes", path, REPLACE_FILE_MAX * 2);
 	if (rc == 0 && count > 0 && (rc = sbx__srv_op_begin(s, &e)) == 0) {
-		rc = sbx_sandbox_write_file(s->sb, path, out, len, 0644, &e);
+		sbx_file_info fi = { 0 };
+		unsigned mode = sbx_sandbox_stat(&fi, s->sb, path, NULL) == 0 ? fi.mode & 07777 : 0644;
+		sbx_file_info_clear(&fi);
+		rc = sbx_sandbox_write_file(s->sb, path, out, len, mode, &e);
 		sbx__srv_op_end(s);
 	}
 	json_t *o = json_pack("{s:s,s:b}", "file", file, "success", rc == 0);

@@ -189,6 +189,9 @@ await check('fs: findFiles, searchFiles, replaceInFiles', async () => {
   const rr = await sb.fs.replaceInFiles(['/tmp/srch/a.txt', '/tmp/srch/none.txt'], 'TODO', 'DONE');
   eq(rr.map((x) => [x.file, x.success]), [['/tmp/srch/a.txt', true], ['/tmp/srch/none.txt', false]], 'replace results');
   eq((await sb.fs.downloadFile('/tmp/srch/a.txt')).toString(), 'alpha\nDONE: one\nbeta\n', 'replaced');
+  await sb.fs.setFilePermissions('/tmp/srch/sub/b.md', { mode: '640' });
+  await sb.fs.replaceInFiles(['/tmp/srch/sub/b.md'], 'two', '2');
+  eq((await sb.fs.getFileDetails('/tmp/srch/sub/b.md')).permissions, '0640', 'a rewritten file keeps its mode');
   await rejects(sb.fs.findFiles('/no/such/dir', 'x'), DaytonaNotFoundError, 'find in a missing dir');
 });
 
