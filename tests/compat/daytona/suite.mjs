@@ -305,6 +305,16 @@ await check('wire: error shapes and bad input (raw HTTP)', async () => {
   await shape(await fetch(`${tb}/files/bulk-upload`, { method: 'POST', headers: { ...auth, 'Content-Type': 'text/plain' }, body: 'x' }), 400, 'not multipart');
   await shape(await fetch(`${tb}/files/bulk-download`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{"paths":[]}' }), 400, 'no paths');
   await shape(await fetch(`${base}/toolbox/nope/toolbox/process/execute`, { method: 'POST', headers: auth, body: '{}' }), 404, 'toolbox of an unknown sandbox');
+  // no key: refused from the headers, in the same step as the E2B planes'
+  // check (router.c), whose unread-body behaviour tests/security/server.c covers
+  await shape(await fetch(`${tb}/files/bulk-upload`, { method: 'POST', headers: { 'Content-Type': 'multipart/form-data; boundary=x' } }), 401, 'upload without a key');
+  // a FIFO planted in the sandbox never blocks the server
+  const mk = await sb.process.executeCommand('mkfifo /tmp/fifo && echo ok', undefined, undefined, 10);
+  eq(mk.result, 'ok\n', 'mkfifo');
+  await shape(await fetch(`${tb}/files/download?path=/tmp/fifo`, { headers: auth }), 400, 'download of a FIFO');
+  const dl = await sb.fs.downloadFiles([{ source: '/tmp/fifo' }]);
+  ok(dl[0].error, 'bulk-download of a FIFO is a per-file error');
+  await rejects(sb.fs.uploadFile(Buffer.from('x'), '/tmp/fifo'), DaytonaError, 'upload onto a FIFO');
   const r = await fetch(`${base}/toolbox/${sb.id}/toolbox/process/execute`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{"command":"echo legacy","timeout":10}' });
   eq(await r.json(), { exitCode: 0, result: 'legacy\n' }, 'the deprecated /api/toolbox/{id}/toolbox prefix');
 });
