@@ -33,7 +33,7 @@ unavailable() {
 command -v node >/dev/null || unavailable "node not found (scripts/deps.sh installs nodejs)"
 command -v npm >/dev/null || unavailable "npm not found (scripts/deps.sh installs npm)"
 node_major=$(node -p 'process.versions.node.split(".")[0]')
-[ "$node_major" -ge 18 ] || unavailable "node $(node --version) is too old: @daytonaio/sdk needs Node.js 18 or later"
+[ "$node_major" -ge 20 ] || unavailable "node $(node --version) is too old: the compat suites need Node.js 20 or later"
 [ "$(id -u)" -eq 0 ] || unavailable "sbx serve's local sandboxes need root"
 [ -x "$sbx" ] || unavailable "$sbx not built"
 echo "compat-daytona: node $(node --version), npm $(npm --version), sdk cache $cache"
