@@ -226,6 +226,14 @@ await check('sessions: async exec, input, poll, logs', async () => {
   await rejects(sb.process.getSession('s1'), DaytonaNotFoundError, 'deleted session');
 });
 
+await check('sessions: a command that exits the shell ends the session with an error, not a hang', async () => {
+  await sb.process.createSession('ends');
+  await rejects(sb.process.executeSessionCommand('ends', { command: 'exit 7' }), DaytonaError, 'exit in a session');
+  await rejects(sb.process.executeSessionCommand('ends', { command: 'echo again' }), DaytonaError, 'a session whose shell ended');
+  await sb.process.deleteSession('ends');
+  await rejects(sb.process.createSession('bad/id'), DaytonaError, 'a session id with a slash');
+});
+
 await check('refreshActivity, setAutostopInterval, setAutoDeleteInterval', async () => {
   await sb.refreshActivity();
   await sb.setAutostopInterval(45);
