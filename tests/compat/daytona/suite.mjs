@@ -224,6 +224,8 @@ await check('sessions: async exec, input, poll, logs', async () => {
   ok(all.some((x) => x.sessionId === 's1'), 'listed');
   await sb.process.deleteSession('s1');
   await rejects(sb.process.getSession('s1'), DaytonaNotFoundError, 'deleted session');
+  const left = await sb.process.executeCommand('ls -A /tmp/.sbx-daytona', undefined, undefined, 10);
+  eq(left.result, '', 'a deleted session leaves no logs behind');
 });
 
 await check('sessions: a command that exits the shell ends the session with an error, not a hang', async () => {
