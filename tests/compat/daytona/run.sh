@@ -109,7 +109,7 @@ DAYTONA_API_KEY=$(head -n1 "$keyfile")
 export DAYTONA_API_KEY
 
 out=$work/suite.log
-(cd "$work/cwd" && node "$here/suite.mjs" "$cache/daytona-$version" "$fails") 2>&1 | tee "$out"
+(cd "$work/cwd" && SBX_DAYTONA_SERVER_PID=$server_pid node "$here/suite.mjs" "$cache/daytona-$version" "$fails") 2>&1 | tee "$out"
 rc=${PIPESTATUS[0]}
 if line=$(grep -E "^daytona@$version: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$" "$out" | tail -n1); then
   read -r p f s < <(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped/\1 \2 \3/' <<<"$line")

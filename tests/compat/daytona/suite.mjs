@@ -236,6 +236,29 @@ await check('sessions: a command that exits the shell ends the session with an e
   await rejects(sb.process.createSession('bad/id'), DaytonaError, 'a session id with a slash');
 });
 
+await check('no fd leak: 30 rounds of session exec, execute, upload, download', async () => {
+  const pid = process.env.SBX_DAYTONA_SERVER_PID;
+  if (!pid) throw new Skip('SBX_DAYTONA_SERVER_PID not set (run.sh sets it)');
+  const { readdirSync } = await import('node:fs');
+  const fds = () => readdirSync(`/proc/${pid}/fd`).length;
+  const round = async (i) => {
+    await sb.process.createSession(`leak-${i}`);
+    const r = await sb.process.executeSessionCommand(`leak-${i}`, { command: `echo ${i}` });
+    eq(r.stdout, `${i}\n`, 'session exec');
+    await sb.process.deleteSession(`leak-${i}`);
+    eq((await sb.process.executeCommand(`echo ${i}`, undefined, undefined, 10)).result, `${i}\n`, 'execute');
+    await sb.fs.uploadFile(Buffer.from(`x${i}`), '/tmp/leak.txt');
+    eq((await sb.fs.downloadFile('/tmp/leak.txt')).toString(), `x${i}`, 'round trip');
+  };
+  await round(0); // warm up whatever is opened once per sandbox
+  await sleep(200);
+  const before = fds();
+  for (let i = 1; i <= 30; i++) await round(i);
+  await sleep(200);
+  const after = fds();
+  ok(after <= before + 2, `server fds: ${before} before, ${after} after 30 rounds`);
+});
+
 await check('refreshActivity, setAutostopInterval, setAutoDeleteInterval', async () => {
   await sb.refreshActivity();
   await sb.setAutostopInterval(45);
