@@ -466,7 +466,11 @@ static void create(struct srv_req *r, json_t *b)
 	s->env_vars = env && json_is_object(env) ? json_copy(env) : json_object();
 	s->started_at = sbx__now_real();
 	s->allow_internet = srv->cfg.allow_internet;
-	s->user = img->config.user && *img->config.user ? xstrdup(img->config.user) : NULL;
+	/* Daytona's `user` is who the toolbox runs things as: else the image's */
+	if (json_is_string(user) && *json_string_value(user))
+		s->user = xstrdup(json_string_value(user));
+	else
+		s->user = img->config.user && *img->config.user ? xstrdup(img->config.user) : NULL;
 	s->workdir = img->config.workdir && *img->config.workdir ? xstrdup(img->config.workdir) : NULL;
 	struct dt_ext *x = ext_new(s);
 	if (json_is_string(name)) {

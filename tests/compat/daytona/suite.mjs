@@ -270,7 +270,8 @@ await check('refreshActivity, setAutostopInterval, setAutoDeleteInterval', async
 
 let second;
 await check('setLabels replaces; list by labels (cursor pages)', async () => {
-  second = await daytona.create({ snapshot: IMAGE, labels: { 'sbx-run': RUN, role: 'other' } }, { timeout: 120 });
+  second = await daytona.create({ snapshot: IMAGE, user: 'user', labels: { 'sbx-run': RUN, role: 'other' } }, { timeout: 120 });
+  eq(second.user, 'user', 'user');
   created.push(second);
   const l = await sb.setLabels({ 'sbx-run': RUN, role: 'relabelled' });
   eq(l, { 'sbx-run': RUN, role: 'relabelled' }, 'labels returned');
@@ -292,8 +293,8 @@ await check('stop and start', async () => {
   eq(stopped, [second.id], 'list by state');
   await second.start();
   eq(second.state, 'started', 'started');
-  const r = await second.process.executeCommand('echo back', undefined, undefined, 10);
-  eq(r.result, 'back\n', 'runs after start');
+  const r = await second.process.executeCommand('echo back; id -un; pwd', undefined, undefined, 10);
+  eq(r.result, 'back\nuser\n/home/user\n', 'runs after start, as the sandbox user in its home');
   // a session left open, with a command still running, goes with its sandbox
   await second.process.createSession('left-open');
   await second.process.executeSessionCommand('left-open', { command: 'sleep 600', runAsync: true });
