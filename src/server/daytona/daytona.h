@@ -68,6 +68,8 @@ void sbx__dt_execute(struct srv_req *r, struct srv_sandbox *s);
 void sbx__dt_session(struct srv_req *r, struct srv_sandbox *s, char **seg, size_t n);
 void sbx__dt_sessions_free(struct dt_session *v);
 void sbx__dt_files(struct srv_req *r, struct srv_sandbox *s, const char *op);
+/* /files/find, /files/search, /files/replace: 1 when answered (files_search.c). */
+int sbx__dt_files_search(struct srv_req *r, struct srv_sandbox *s, const char *op);
 /* POST /files/bulk-upload (and the older /files/upload) before its body:
  * the streaming consumer (takes the reference on s); _end replies. */
 void sbx__dt_upload_begin(struct srv_req *r, struct srv_sandbox *s);

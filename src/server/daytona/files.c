@@ -5,8 +5,8 @@
  * download (one file, octet-stream) and bulk-download (a multipart reply,
  * one `file` part per path named by the path as asked, or an `error` part
  * with a JSON body). Relative paths resolve against the sandbox's working
- * directory. Uploads are in upload.c. find, search and replace are not
- * implemented (501).
+ * directory. Uploads are in upload.c, find/search/replace in
+ * files_search.c; upload-v2 (signed URLs) is not implemented (501).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -306,8 +306,9 @@ void sbx__dt_files(struct srv_req *r, struct srv_sandbox *s, const char *op)
 		bulk_download(r, s);
 	} else if (strcmp(op, "download") == 0 && strcmp(m, "GET") == 0) {
 		download(r, s);
-	} else if (strcmp(op, "find") == 0 || strcmp(op, "search") == 0 || strcmp(op, "replace") == 0 ||
-		   strcmp(op, "upload-v2") == 0) {
+	} else if (sbx__dt_files_search(r, s, op)) {
+		/* answered */
+	} else if (strcmp(op, "upload-v2") == 0) {
 		sbx__dt_tb_error(r, 501, NULL, "/files/%s is not implemented by sbx serve", op);
 	} else {
 		_cleanup_free_ char *path = path_param(r, s, strcmp(op, "move") == 0 ? "source" : "path");

@@ -59,7 +59,7 @@ static json_t *ext_row(void *p)
 	if (x->build_info)
 		json_object_set(o, "buildInfo", x->build_info);
 	pthread_mutex_unlock(&x->lk);
-	return json_pack("{s:o}", "daytona", o);
+	return json_pack("{s:o}", "daytonaApi", o);
 }
 
 static double num(json_t *o, const char *k, double def)
@@ -74,7 +74,7 @@ static struct dt_ext *ext_new(struct srv_sandbox *s)
 {
 	struct dt_ext *x = xcalloc(1, sizeof(*x));
 	pthread_mutex_init(&x->lk, NULL);
-	json_t *d = json_object_get(s->ext_saved, "daytona");
+	json_t *d = json_object_get(s->ext_saved, "daytonaApi");
 	const char *name = json_string_value(json_object_get(d, "name"));
 	const char *user = json_string_value(json_object_get(d, "user"));
 	x->name = xstrdup(name ? name : s->id);
@@ -185,11 +185,21 @@ static json_t *ts(double t)
 	return j;
 }
 
+/* The toolbox base the client reaches this server at: its Host header when
+ * that is a plain host[:port], else the loopback address we listen on. */
+static char *proxy_url(struct srv_req *r)
+{
+	const char *host = sbx__srv_header(r, "Host");
+	size_t n = host ? strlen(host) : 0;
+	if (n == 0 || n > 255 || strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") != n)
+		return xasprintf("http://127.0.0.1:%u/toolbox", r->srv->port);
+	return xasprintf("http://%s/toolbox", host);
+}
+
 static json_t *dto(struct srv_req *r, struct srv_sandbox *s, const char *state, int full)
 {
 	struct dt_ext *x = sbx__dt_ext(s);
-	const char *host = sbx__srv_header(r, "Host");
-	_cleanup_free_ char *proxy = xasprintf("http://%s/toolbox", host ? host : "127.0.0.1");
+	_cleanup_free_ char *proxy = proxy_url(r);
 	pthread_mutex_lock(&r->srv->lock);
 	int paused = s->paused;
 	double end_at = s->end_at;
@@ -233,6 +243,31 @@ static int string_map(json_t *v)
 	json_object_foreach(v, k, x)
 		if (!json_is_string(x))
 			return 0;
+	return 1;
+}
+
+/* Labels become the local sandbox's "k=v" labels: keys 1..255 bytes without
+ * '=', values up to 4096 bytes, no control characters in either. */
+static int labels_ok(json_t *v)
+{
+	const char *k;
+	json_t *x;
+	if (!v || json_is_null(v))
+		return 1;
+	if (!string_map(v))
+		return 0;
+	json_object_foreach(v, k, x) {
+		size_t kl = strlen(k), vl = json_string_length(x);
+		const char *val = json_string_value(x);
+		if (kl == 0 || kl > 255 || strchr(k, '=') || vl > 4096 || strlen(val) != vl)
+			return 0;
+		for (const char *c = k; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				return 0;
+		for (const char *c = val; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				return 0;
+	}
 	return 1;
 }
 
@@ -320,7 +355,8 @@ static int create_image(char **image, struct server *srv, json_t *snapshot, cons
 }
 
 static const char *const bad_spec =
-	"invalid sandbox spec: name, snapshot, user must be strings; env and labels maps of strings; "
+	"invalid sandbox spec: name (1..255 bytes), snapshot, user must be strings; env a map of strings; "
+	"labels a map of strings (keys 1..255 bytes without '=', values up to 4096, no control characters); "
 	"buildInfo an object with dockerfileContent; cpu (<= 1024), memory and disk (GiB, <= 1048576), "
 	"autoStopInterval and autoArchiveInterval (minutes, <= 16777216) non-negative integers; "
 	"autoDeleteInterval an integer -1..16777216";
@@ -333,9 +369,10 @@ static void create(struct srv_req *r, json_t *b)
 	json_t *labels = json_object_get(b, "labels"), *bi = json_object_get(b, "buildInfo");
 	json_t *df = bi ? json_object_get(bi, "dockerfileContent") : NULL;
 	long long cpu = 0, mem = 0, disk = 0, astop = 15, aarch = 10080, adel = -1;
-	if ((name && !json_is_null(name) && !json_is_string(name)) ||
+	if ((name && !json_is_null(name) &&
+	     (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) > 255)) ||
 	    (snapshot && !json_is_null(snapshot) && !json_is_string(snapshot)) ||
-	    (user && !json_is_null(user) && !json_is_string(user)) || !string_map(env) || !string_map(labels) ||
+	    (user && !json_is_null(user) && !json_is_string(user)) || !string_map(env) || !labels_ok(labels) ||
 	    (bi && !json_is_null(bi) && (!json_is_object(bi) || !json_is_string(df))) ||
 	    int_field(b, "cpu", 0, CPU_MAX, &cpu) < 0 || int_field(b, "memory", 0, GIB_MAX, &mem) < 0 ||
 	    int_field(b, "disk", 0, GIB_MAX, &disk) < 0 ||
@@ -417,7 +454,7 @@ static void create(struct srv_req *r, json_t *b)
 	rc = sbx_sandbox_create(&s->sb, srv->rt, &o, &e);
 	if (rc < 0) {
 		sbx__srv_metrics_create(srv, sbx__now_mono() - t0, 0);
-		sbx__dt_error(r, rc == -EAGAIN ? 429 : 500, "create sandbox: %s", e && e->msg ? e->msg : sbx_error_code_name(rc));
+		sbx__dt_error(r, sbx__srv_http_status(rc), "create sandbox: %s", e && e->msg ? e->msg : sbx_error_code_name(rc));
 		sbx_error_free(e);
 		goto out;
 	}
@@ -429,7 +466,11 @@ static void create(struct srv_req *r, json_t *b)
 	s->env_vars = env && json_is_object(env) ? json_copy(env) : json_object();
 	s->started_at = sbx__now_real();
 	s->allow_internet = srv->cfg.allow_internet;
-	s->user = img->config.user && *img->config.user ? xstrdup(img->config.user) : NULL;
+	/* Daytona's `user` is who the toolbox runs things as: else the image's */
+	if (json_is_string(user) && *json_string_value(user))
+		s->user = xstrdup(json_string_value(user));
+	else
+		s->user = img->config.user && *img->config.user ? xstrdup(img->config.user) : NULL;
 	s->workdir = img->config.workdir && *img->config.workdir ? xstrdup(img->config.workdir) : NULL;
 	struct dt_ext *x = ext_new(s);
 	if (json_is_string(name)) {
@@ -491,11 +532,28 @@ static int labels_match(struct srv_sandbox *s, json_t *want)
 	return ok;
 }
 
+/* states=started,stopped (one value or comma-separated; the first of repeated ones) */
+static int state_match(struct srv_sandbox *s, const char *states)
+{
+	if (!states || !*states)
+		return 1;
+	pthread_mutex_lock(&s->srv->lock);
+	const char *mine = s->paused ? "stopped" : "started";
+	pthread_mutex_unlock(&s->srv->lock);
+	size_t n = strlen(mine);
+	for (const char *p = states; *p; p += strcspn(p, ","), p += *p == ',') {
+		if (strncmp(p, mine, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return 1;
+	}
+	return 0;
+}
+
 static void list(struct srv_req *r)
 {
 	struct server *srv = r->srv;
 	const char *lq = sbx__srv_query(r, "labels"), *cursor = sbx__srv_query(r, "cursor");
 	const char *limit_s = sbx__srv_query(r, "limit"), *idq = sbx__srv_query(r, "id");
+	const char *states = sbx__srv_query(r, "states");
 	uint64_t limit = 100;
 	if (limit_s && (sbx__parse_u64(&limit, limit_s) < 0 || limit == 0 || limit > LIST_LIMIT_MAX)) {
 		sbx__dt_error(r, 400, "limit must be an integer 1..%u", LIST_LIMIT_MAX);
@@ -526,7 +584,8 @@ static void list(struct srv_req *r)
 	struct srv_sandbox *last = NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct srv_sandbox *s = v[i];
-		if ((want && !labels_match(s, want)) || (idq && *idq && !sbx__str_startswith(s->id, idq)))
+		if ((want && !labels_match(s, want)) || (idq && *idq && !sbx__str_startswith(s->id, idq)) ||
+		    !state_match(s, states))
 			continue;
 		if (after_t >= 0) {
 			int c = s->started_at != after_t ? (s->started_at < after_t ? -1 : 1) : strcmp(s->id, after_id);
@@ -638,8 +697,9 @@ static void put_labels(struct srv_req *r, struct srv_sandbox *s)
 	if (!b)
 		return;
 	json_t *l = json_object_get(b, "labels");
-	if (!l || !json_is_object(l) || !string_map(l)) {
-		sbx__dt_error(r, 400, "labels must be an object of strings");
+	if (!l || !json_is_object(l) || !labels_ok(l)) {
+		sbx__dt_error(r, 400, "labels must be an object of strings (keys 1..255 bytes without '=', values up "
+				      "to 4096, no control characters)");
 		json_decref(b);
 		return;
 	}
@@ -689,8 +749,7 @@ void sbx__dt_sandbox(struct srv_req *r, char **seg, size_t n)
 	} else if (n == 3 && strcmp(m, "PUT") == 0 && strcmp(seg[2], "labels") == 0) {
 		put_labels(r, s);
 	} else if (n == 3 && strcmp(m, "GET") == 0 && strcmp(seg[2], "toolbox-proxy-url") == 0) {
-		const char *host = sbx__srv_header(r, "Host");
-		_cleanup_free_ char *u = xasprintf("http://%s/toolbox", host ? host : "127.0.0.1");
+		_cleanup_free_ char *u = proxy_url(r);
 		sbx__srv_reply_json(r, 200, json_pack("{s:s}", "url", u));
 	} else if ((n == 3 || n == 4) && strcmp(m, "POST") == 0) {
 		post_op(r, s, seg[2], n == 4 ? seg[3] : NULL);

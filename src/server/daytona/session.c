@@ -382,7 +382,7 @@ static void session_put(struct dt_ext *x, struct dt_session *ss)
 		session_free(ss);
 }
 
-static void delete_session(struct srv_req *r, struct dt_ext *x, const char *id)
+static void delete_session(struct srv_req *r, struct srv_sandbox *s, struct dt_ext *x, const char *id)
 {
 	pthread_mutex_lock(&x->lk);
 	struct dt_session **pp = &x->sessions, *gone = NULL;
@@ -403,6 +403,12 @@ static void delete_session(struct srv_req *r, struct dt_ext *x, const char *id)
 		session_free(gone);
 	else /* a call still uses it: the last one frees it; its shell dies now */
 		sbx_process_signal(gone->p, SIGKILL, NULL);
+	/* its logs would otherwise fill the sandbox's disk, one exec at a time */
+	_cleanup_free_ char *dir = xasprintf("%s/%s", SESSION_ROOT, id);
+	if (sbx__srv_op_begin(s, NULL) == 0) {
+		sbx_sandbox_remove(s->sb, dir, 1, NULL);
+		sbx__srv_op_end(s);
+	}
 	sbx__srv_reply_empty(r, 204);
 }
 
@@ -481,7 +487,7 @@ void sbx__dt_session(struct srv_req *r, struct srv_sandbox *s, char **seg, size_
 	} else if (n == 0) {
 		sbx__dt_tb_error(r, 405, NULL, "method %s not allowed on /process/session", m);
 	} else if (n == 1 && strcmp(m, "DELETE") == 0) {
-		delete_session(r, x, seg[0]);
+		delete_session(r, s, x, seg[0]);
 	} else {
 		struct dt_session *ss = session_get(x, seg[0]);
 		if (!ss) {

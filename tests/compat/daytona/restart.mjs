@@ -2,14 +2,16 @@
 // restart on the same state dir):
 //   node restart.mjs SDK_PREFIX before|after NAME
 // before: creates sandbox NAME (label, intervals, a file); after: finds it by
-// name with the same labels and intervals, reads the file, deletes it.
+// name with the same labels and intervals, reads the file, deletes it, and
+// (the server now runs with SBX_SERVE_DAYTONA_FAIL_CREATES=1:429) sees one
+// create answered 429 with Retry-After.
 // Prints PASS/FAIL lines and `restart-<phase>: N passed, N failed, 0 skipped`.
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
 const [prefix, phase, name] = process.argv.slice(2);
 const req = createRequire(join(prefix, 'package.json'));
-const { Daytona } = req('@daytonaio/sdk');
+const { Daytona, DaytonaRateLimitError } = req('@daytonaio/sdk');
 const daytona = new Daytona();
 const IMAGE = process.env.SBX_DAYTONA_IMAGE || 'bash';
 let passed = 0, failed = 0;
@@ -31,6 +33,15 @@ try {
     const r = await sb.process.executeCommand('cat /tmp/kept.txt', undefined, undefined, 10);
     eq(r.result, 'kept\n', 'the sandbox itself survived');
     await sb.delete();
+    let err;
+    try {
+      const x = await daytona.create({ image: IMAGE }, { timeout: 30 });
+      await x.delete();
+    } catch (e) {
+      err = e;
+    }
+    eq([err instanceof DaytonaRateLimitError, err?.statusCode, err?.headers?.['retry-after']], [true, 429, '1'],
+      'an injected 429: DaytonaRateLimitError with Retry-After');
   }
   passed++;
   console.log(`PASS restart ${phase}`);

@@ -7,7 +7,8 @@
 # state dir (and SBX_SERVE_DAYTONA_FAIL_CREATES=2, so the suite also sees the
 # quota error), runs tests/compat/daytona/suite.mjs from an empty directory
 # (the SDK refuses an endpoint also named by a .env), then restart.mjs around
-# a restart of the server (a sandbox keeps its name and intervals), stops it,
+# a restart of the server (a sandbox keeps its name and intervals; this time
+# the first create gets 429 and Retry-After), stops it,
 # checks that no sandbox is left, and closes with
 #   compat-daytona: 1 versions, N passed, N failed, N skipped
 # Without node/npm or root: skip (exit 77), or fail when SBX_MUST_WORK=1.
@@ -32,7 +33,7 @@ unavailable() {
 command -v node >/dev/null || unavailable "node not found (scripts/deps.sh installs nodejs)"
 command -v npm >/dev/null || unavailable "npm not found (scripts/deps.sh installs npm)"
 node_major=$(node -p 'process.versions.node.split(".")[0]')
-[ "$node_major" -ge 18 ] || unavailable "node $(node --version) is too old: @daytonaio/sdk needs Node.js 18 or later"
+[ "$node_major" -ge 20 ] || unavailable "node $(node --version) is too old: the compat suites need Node.js 20 or later"
 [ "$(id -u)" -eq 0 ] || unavailable "sbx serve's local sandboxes need root"
 [ -x "$sbx" ] || unavailable "$sbx not built"
 echo "compat-daytona: node $(node --version), npm $(npm --version), sdk cache $cache"
@@ -65,9 +66,9 @@ trap cleanup EXIT
 bash "$here/../mkimage.sh" "$sbx" bash || { echo "compat-daytona: building the image 'bash' failed"; exit 1; }
 
 log=$work/server.log
-# start_server LOG [PORT]: sbx serve on the private state dir; sets url, keyfile
+# start_server LOG [PORT [FAILS]]: sbx serve on the private state dir; sets url, keyfile
 start_server() {
-  SBX_SERVE_DAYTONA_FAIL_CREATES=$fails "$sbx" serve --listen "127.0.0.1:${2:-0}" --state-dir "$state" \
+  SBX_SERVE_DAYTONA_FAIL_CREATES=${3:-$fails} "$sbx" serve --listen "127.0.0.1:${2:-0}" --state-dir "$state" \
     --default-template bash >"$1" 2>&1 &
   server_pid=$!
   url= keyfile=
@@ -108,7 +109,7 @@ DAYTONA_API_KEY=$(head -n1 "$keyfile")
 export DAYTONA_API_KEY
 
 out=$work/suite.log
-(cd "$work/cwd" && node "$here/suite.mjs" "$cache/daytona-$version" "$fails") 2>&1 | tee "$out"
+(cd "$work/cwd" && SBX_DAYTONA_SERVER_PID=$server_pid node "$here/suite.mjs" "$cache/daytona-$version" "$fails") 2>&1 | tee "$out"
 rc=${PIPESTATUS[0]}
 if line=$(grep -E "^daytona@$version: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$" "$out" | tail -n1); then
   read -r p f s < <(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped/\1 \2 \3/' <<<"$line")
@@ -123,7 +124,7 @@ rname=sbx-restart-$$
 port=${url##*:}
 stop_server || f=$((f + 1))
 log2=$work/server2.log
-start_server "$log2" "$port"
+start_server "$log2" "$port" 1:429
 if [ -z "$url" ]; then
   echo "compat-daytona: sbx serve did not restart; its log:"
   sed 's/^/  | /' "$log2"

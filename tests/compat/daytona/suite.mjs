@@ -175,6 +175,26 @@ await check('fs: createFolder, listFiles, getFileDetails, moveFiles, setFilePerm
   await rejects(sb.fs.getFileDetails('/tmp/d1'), DaytonaNotFoundError, 'deleted folder');
 });
 
+await check('fs: findFiles, searchFiles, replaceInFiles', async () => {
+  await sb.fs.uploadFiles([
+    { source: Buffer.from('alpha\nTODO: one\nbeta\n'), destination: '/tmp/srch/a.txt' },
+    { source: Buffer.from('TODO: two\n'), destination: '/tmp/srch/sub/b.md' },
+  ]);
+  const m = await sb.fs.findFiles('/tmp/srch', 'TODO:');
+  eq(m.map((x) => [x.file, x.line, x.content]).sort(),
+    [['/tmp/srch/a.txt', 2, 'TODO: one'], ['/tmp/srch/sub/b.md', 1, 'TODO: two']], 'matches');
+  eq(await sb.fs.findFiles('/tmp/srch', 'nothing-here'), [], 'no match');
+  const f = await sb.fs.searchFiles('/tmp/srch', '*.md');
+  eq(f.files, ['/tmp/srch/sub/b.md'], 'search by glob');
+  const rr = await sb.fs.replaceInFiles(['/tmp/srch/a.txt', '/tmp/srch/none.txt'], 'TODO', 'DONE');
+  eq(rr.map((x) => [x.file, x.success]), [['/tmp/srch/a.txt', true], ['/tmp/srch/none.txt', false]], 'replace results');
+  eq((await sb.fs.downloadFile('/tmp/srch/a.txt')).toString(), 'alpha\nDONE: one\nbeta\n', 'replaced');
+  await sb.fs.setFilePermissions('/tmp/srch/sub/b.md', { mode: '640' });
+  await sb.fs.replaceInFiles(['/tmp/srch/sub/b.md'], 'two', '2');
+  eq((await sb.fs.getFileDetails('/tmp/srch/sub/b.md')).permissions, '0640', 'a rewritten file keeps its mode');
+  await rejects(sb.fs.findFiles('/no/such/dir', 'x'), DaytonaNotFoundError, 'find in a missing dir');
+});
+
 await check('sessions: state carries over, streams stay apart', async () => {
   await sb.process.createSession('s1');
   await sb.process.executeSessionCommand('s1', { command: 'cd /tmp && export SBX_A=1' });
@@ -204,6 +224,39 @@ await check('sessions: async exec, input, poll, logs', async () => {
   ok(all.some((x) => x.sessionId === 's1'), 'listed');
   await sb.process.deleteSession('s1');
   await rejects(sb.process.getSession('s1'), DaytonaNotFoundError, 'deleted session');
+  const left = await sb.process.executeCommand('ls -A /tmp/.sbx-daytona', undefined, undefined, 10);
+  eq(left.result, '', 'a deleted session leaves no logs behind');
+});
+
+await check('sessions: a command that exits the shell ends the session with an error, not a hang', async () => {
+  await sb.process.createSession('ends');
+  await rejects(sb.process.executeSessionCommand('ends', { command: 'exit 7' }), DaytonaError, 'exit in a session');
+  await rejects(sb.process.executeSessionCommand('ends', { command: 'echo again' }), DaytonaError, 'a session whose shell ended');
+  await sb.process.deleteSession('ends');
+  await rejects(sb.process.createSession('bad/id'), DaytonaError, 'a session id with a slash');
+});
+
+await check('no fd leak: 30 rounds of session exec, execute, upload, download', async () => {
+  const pid = process.env.SBX_DAYTONA_SERVER_PID;
+  if (!pid) throw new Skip('SBX_DAYTONA_SERVER_PID not set (run.sh sets it)');
+  const { readdirSync } = await import('node:fs');
+  const fds = () => readdirSync(`/proc/${pid}/fd`).length;
+  const round = async (i) => {
+    await sb.process.createSession(`leak-${i}`);
+    const r = await sb.process.executeSessionCommand(`leak-${i}`, { command: `echo ${i}` });
+    eq(r.stdout, `${i}\n`, 'session exec');
+    await sb.process.deleteSession(`leak-${i}`);
+    eq((await sb.process.executeCommand(`echo ${i}`, undefined, undefined, 10)).result, `${i}\n`, 'execute');
+    await sb.fs.uploadFile(Buffer.from(`x${i}`), '/tmp/leak.txt');
+    eq((await sb.fs.downloadFile('/tmp/leak.txt')).toString(), `x${i}`, 'round trip');
+  };
+  await round(0); // warm up whatever is opened once per sandbox
+  await sleep(200);
+  const before = fds();
+  for (let i = 1; i <= 30; i++) await round(i);
+  await sleep(200);
+  const after = fds();
+  ok(after <= before + 2, `server fds: ${before} before, ${after} after 30 rounds`);
 });
 
 await check('refreshActivity, setAutostopInterval, setAutoDeleteInterval', async () => {
@@ -217,7 +270,8 @@ await check('refreshActivity, setAutostopInterval, setAutoDeleteInterval', async
 
 let second;
 await check('setLabels replaces; list by labels (cursor pages)', async () => {
-  second = await daytona.create({ snapshot: IMAGE, labels: { 'sbx-run': RUN, role: 'other' } }, { timeout: 120 });
+  second = await daytona.create({ snapshot: IMAGE, user: 'user', labels: { 'sbx-run': RUN, role: 'other' } }, { timeout: 120 });
+  eq(second.user, 'user', 'user');
   created.push(second);
   const l = await sb.setLabels({ 'sbx-run': RUN, role: 'relabelled' });
   eq(l, { 'sbx-run': RUN, role: 'relabelled' }, 'labels returned');
@@ -234,10 +288,13 @@ await check('setLabels replaces; list by labels (cursor pages)', async () => {
 await check('stop and start', async () => {
   await second.stop();
   eq(second.state, 'stopped', 'stopped');
+  const stopped = [];
+  for await (const x of await daytona.list({ labels: { 'sbx-run': RUN }, states: ['stopped'] })) stopped.push(x.id);
+  eq(stopped, [second.id], 'list by state');
   await second.start();
   eq(second.state, 'started', 'started');
-  const r = await second.process.executeCommand('echo back', undefined, undefined, 10);
-  eq(r.result, 'back\n', 'runs after start');
+  const r = await second.process.executeCommand('echo back; id -un; pwd', undefined, undefined, 10);
+  eq(r.result, 'back\nuser\n/home/user\n', 'runs after start, as the sandbox user in its home');
   // a session left open, with a command still running, goes with its sandbox
   await second.process.createSession('left-open');
   await second.process.executeSessionCommand('left-open', { command: 'sleep 600', runAsync: true });
@@ -267,6 +324,8 @@ await check('wire: error shapes and bad input (raw HTTP)', async () => {
   await shape(await fetch(`${base}/sandbox`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{not json' }), 400, 'bad JSON');
   const j = await shape(await fetch(`${base}/sandbox`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{"labels":{"a":1}}' }), 400, 'labels not strings');
   ok(/labels/.test(j.message), `the message names the field: ${j.message}`);
+  await shape(await fetch(`${base}/sandbox`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{"labels":{"a=b":"c"}}' }), 400, "a label key with '='");
+  await shape(await fetch(`${base}/sandbox/${sb.id}/labels`, { method: 'PUT', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{"labels":{"k":"line\\nbreak"}}' }), 400, 'a label value with a newline');
   await shape(await fetch(`${base}/sandbox?labels=%5B1%5D`, { headers: auth }), 400, 'labels filter not an object');
   await shape(await fetch(`${base}/sandbox?limit=0`, { headers: auth }), 400, 'limit 0');
   await shape(await fetch(`${base}/sandbox/${sb.id}/autostop/x`, { method: 'POST', headers: auth }), 400, 'interval not a number');
@@ -280,6 +339,16 @@ await check('wire: error shapes and bad input (raw HTTP)', async () => {
   await shape(await fetch(`${tb}/files/bulk-upload`, { method: 'POST', headers: { ...auth, 'Content-Type': 'text/plain' }, body: 'x' }), 400, 'not multipart');
   await shape(await fetch(`${tb}/files/bulk-download`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{"paths":[]}' }), 400, 'no paths');
   await shape(await fetch(`${base}/toolbox/nope/toolbox/process/execute`, { method: 'POST', headers: auth, body: '{}' }), 404, 'toolbox of an unknown sandbox');
+  // no key: refused from the headers, in the same step as the E2B planes'
+  // check (router.c), whose unread-body behaviour tests/security/server.c covers
+  await shape(await fetch(`${tb}/files/bulk-upload`, { method: 'POST', headers: { 'Content-Type': 'multipart/form-data; boundary=x' } }), 401, 'upload without a key');
+  // a FIFO planted in the sandbox never blocks the server
+  const mk = await sb.process.executeCommand('mkfifo /tmp/fifo && echo ok', undefined, undefined, 10);
+  eq(mk.result, 'ok\n', 'mkfifo');
+  await shape(await fetch(`${tb}/files/download?path=/tmp/fifo`, { headers: auth }), 400, 'download of a FIFO');
+  const dl = await sb.fs.downloadFiles([{ source: '/tmp/fifo' }]);
+  ok(dl[0].error, 'bulk-download of a FIFO is a per-file error');
+  await rejects(sb.fs.uploadFile(Buffer.from('x'), '/tmp/fifo'), DaytonaError, 'upload onto a FIFO');
   const r = await fetch(`${base}/toolbox/${sb.id}/toolbox/process/execute`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{"command":"echo legacy","timeout":10}' });
   eq(await r.json(), { exitCode: 0, result: 'legacy\n' }, 'the deprecated /api/toolbox/{id}/toolbox prefix');
 });
