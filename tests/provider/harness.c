@@ -45,9 +45,15 @@ static const char *build_root(void)
 
 /* Warnings and errors go to the test's stderr (shown on failure); the
  * pipeline's throttle warning is counted for the backoff tests. */
+const char *volatile conf_secret;
+atomic_int conf_secret_leaks;
+
 static void log_sink(sbx_log_level level, const char *msg, void *payload)
 {
 	(void)payload;
+	const char *sec = conf_secret;
+	if (sec && strstr(msg, sec))
+		atomic_fetch_add(&conf_secret_leaks, 1);
 	if (strstr(msg, "create throttled"))
 		atomic_fetch_add(&throttle_logs, 1);
 	if (level <= SBX_LOG_WARN)

@@ -64,6 +64,11 @@ size_t conf_count(const char *extra);
 /* Polls (bounded) until conf_count(extra) == want; returns the last count. */
 size_t conf_wait_count(const char *extra, size_t want, double max_s);
 
+/* A secret the log sink looks for in every message (at every level), and
+ * how many messages carried it. */
+extern const char *volatile conf_secret;
+extern _Atomic int conf_secret_leaks;
+
 /* Number of "create throttled" warnings the runtime logged so far. */
 int conf_throttle_logs(void);
 
