@@ -4,6 +4,7 @@
  * destroy by id, GC of a leaked sandbox, TTL and keepalive, cancel during
  * create, and throttle backoff.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -557,4 +558,41 @@ Test(conf_life, a_fake_key_appears_in_no_output)
 	unsetenv("DAYTONA_API_KEY");
 	unsetenv("SBX_LOG");
 	cr_assert_eq(conf_secret_leaks, 0, "the key was logged %d times", (int)conf_secret_leaks);
+}
+
+static int fd_count(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	cr_assert_not_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* Episodes (create, exec, write, read, destroy) leave no sandbox and no fd. */
+Test(conf_life, episodes_leave_nothing, .timeout = 1800)
+{
+	if (C.kind != CONF_DAYTONA)
+		cr_skip_test("not applicable: e2b's and local's soaks are in integration/");
+	const char *e = getenv("SBX_DAYTONA_EPISODES");
+	int n = e ? (int)strtol(e, NULL, 10) : 0;
+	if (n <= 0)
+		n = 40;
+	int base = 0;
+	for (int i = 0; i < n; i++) {
+		sbx_sandbox *sb = conf_create(NULL);
+		sbx_error *err = NULL;
+		cr_assert_eq(sbx_sandbox_write_file(sb, "/tmp/f", "x", 1, 0644, &err), 0, "%s", ERRMSG(err));
+		sbx_exec_result r = conf_sh(sb, "cat /tmp/f");
+		cr_assert_str_eq(r.out, "x");
+		sbx_exec_result_free(&r);
+		conf_destroy(sb);
+		if (i == 1)
+			base = fd_count(); /* after the HTTP client's pool warmed up */
+	}
+	int now = fd_count();
+	cr_assert_leq(now, base + 2, "daytona: fds %d after %d episodes, %d after the second", now, n, base);
+	cr_assert_eq(conf_wait_count(NULL, 0, 10), 0, "daytona: sandboxes left after %d episodes", n);
 }
