@@ -81,13 +81,18 @@ char *sbx__dtn_wrap(const sbx_exec_opts *o, const char *default_user, const char
 	}
 	const char *user = o->user ? o->user : default_user;
 	_cleanup_free_ char *iq = sbx__dtn_shq(inner);
-	if (user && strcmp(user, "root") != 0 && strcmp(user, "0") != 0) {
-		/* a numeric user is named through /etc/passwd (su takes names) */
+	if (user) {
+		/* a numeric user is named through /etc/passwd (su and sudo take names);
+		 * root switches with su, a non-root toolbox (Daytona Cloud's `daytona`)
+		 * with sudo -n */
 		_cleanup_free_ char *uq = sbx__dtn_shq(user);
-		sbx__buf_printf(&w, "u=%s; case $u in *[!0-9]*) ;; *) n=$(sed -n \"s/^\\([^:]*\\):[^:]*:$u:.*/\\1/p\" "
-				    "/etc/passwd | head -n 1); [ -n \"$n\" ] && u=$n;; esac; "
-				    "exec su -s /bin/sh \"$u\" -c %s",
-				uq, iq);
+		sbx__buf_printf(&w,
+				"u=%s; case $u in *[!0-9]*) ;; *) n=$(sed -n \"s/^\\([^:]*\\):[^:]*:$u:.*/\\1/p\" "
+				"/etc/passwd | head -n 1); [ -n \"$n\" ] && u=$n;; esac; "
+				"if [ \"$u\" = \"$(id -un)\" ]; then exec /bin/sh -c %s; "
+				"elif [ \"$(id -u)\" = 0 ]; then exec su -s /bin/sh \"$u\" -c %s; "
+				"else exec sudo -n -u \"$u\" /bin/sh -c %s; fi",
+				uq, iq, iq, iq);
 	} else {
 		sbx__buf_printf(&w, "exec /bin/sh -c %s", iq);
 	}

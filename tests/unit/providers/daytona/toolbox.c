@@ -60,5 +60,14 @@ Test(daytona_toolbox, wrapper_carries_env_cwd_and_argv)
 	w = sbx__dtn_wrap(&o, "root", "/tmp", NULL, NULL, pidf);
 	cr_assert_str_eq(run(w), "", "stdin is /dev/null without stdin data");
 	free(w);
+	/* the user who runs the toolbox: no switch (numeric ids are named first) */
+	char me[32];
+	snprintf(me, sizeof(me), "%d", (int)getuid());
+	o.shell = "id -u";
+	w = sbx__dtn_wrap(&o, me, "/", NULL, NULL, pidf);
+	char want[40];
+	snprintf(want, sizeof(want), "%s\n", me);
+	cr_assert_str_eq(run(w), want);
+	free(w);
 	unlink(pidf);
 }
