@@ -230,6 +230,16 @@ HELPER void expect_end(const sbx_episode_result *r, sbx_episode_status st, const
 	cr_assert_str_eq(r->end_reason, reason, "detail: %s", r->detail ? r->detail : "-");
 }
 
+/* Sandboxes of this test's runtime (its state dir is its own). */
+HELPER size_t sandboxes(void)
+{
+	sbx_sandbox_info *v = NULL;
+	size_t n = 0;
+	cr_assert_eq(sbx_sandbox_list(&v, &n, rt, NULL, NULL, NULL), 0);
+	sbx_sandbox_info_free(v, n);
+	return n;
+}
+
 /* The recorded requests, as a JSON array (owned). */
 HELPER json_t *requests(void)
 {
