@@ -81,7 +81,8 @@ void sbx_observation_free(sbx_observation *o);
  * @param out filled (owned fields) whenever 0 is returned, as by
  *        sbx_episode_run() (status, reward, stage timings, trajectory);
  *        free with sbx_episode_result_free().
- * @return 0 (see out->status), -EINVAL (ep is NULL).
+ * @return 0 (see out->status), -EINVAL (ep or out is NULL: nothing is
+ *         done, `ep` stays the caller's).
  */
 int sbx_episode_end(sbx_episode_result *out, sbx_episode *ep, sbx_error **err);
 
