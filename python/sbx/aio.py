@@ -43,6 +43,16 @@ def set_max_workers(n: int) -> None:
         old.shutdown(wait=False)
 
 
+def shutdown(wait: bool = True) -> None:
+    """Stops the worker threads, by default after the calls they run (and
+    the cleanup of cancelled creates) have finished. The next call starts
+    new ones."""
+    global _executor
+    old, _executor = _executor, None
+    if old is not None:
+        old.shutdown(wait=wait)
+
+
 def _pool() -> concurrent.futures.ThreadPoolExecutor:
     if _executor is None:
         set_max_workers(64)
@@ -193,5 +203,5 @@ class Episode:
         await self.close()
 
 
-__all__ = ["Sandbox", "Episode", "run_episode", "set_max_workers", "Runtime",
+__all__ = ["Sandbox", "Episode", "run_episode", "set_max_workers", "shutdown", "Runtime",
            "ExecResult", "Observation", "EpisodeRecord"]

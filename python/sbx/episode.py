@@ -102,8 +102,9 @@ class Episode:
             task = self.task
             opts = EpisodeOptions(**self._kw)  # type: ignore[arg-type]
             out = ctypes.c_void_p()
-            call("sbx_episode_begin", f"episode {task.name}", ctypes.byref(out), self._rt.ptr,
-                 task.ptr, ctypes.byref(opts.opts))
+            with self._rt.using() as rtp:
+                call("sbx_episode_begin", f"episode {task.name}", ctypes.byref(out), rtp,
+                     task.ptr, ctypes.byref(opts.opts))
             self._ep, self._opts, self._done = out.value, opts, False
             return task.instruction
 
@@ -122,7 +123,8 @@ class Episode:
         with self._lock:
             ep = self._running()
             o = _lib.ObservationT()
-            call("sbx_episode_turn", "step", ctypes.byref(o), ep, command.encode(), t)
+            with self._rt.using(closing_ok=True):
+                call("sbx_episode_turn", "step", ctypes.byref(o), ep, command.encode(), t)
             try:
                 raw = ctypes.string_at(o.output, o.output_len) if o.output else b""
                 obs = Observation(output=raw.decode("utf-8", "replace"), exit_code=o.exit_code,
@@ -141,7 +143,8 @@ class Episode:
             self._ep = None
             res = _lib.EpisodeResultT()
             slot = ErrorSlot()
-            rc = _lib.lib().sbx_episode_end(ctypes.byref(res), ep, slot.ref)
+            with self._rt.using(closing_ok=True):
+                rc = _lib.lib().sbx_episode_end(ctypes.byref(res), ep, slot.ref)
             self._opts = None
             slot.check(rc, "evaluate")
             try:
@@ -152,7 +155,8 @@ class Episode:
     def _abort(self) -> None:
         ep, self._ep = self._ep, None
         if ep is not None:
-            _lib.lib().sbx_episode_abort(ep)
+            with self._rt.using(closing_ok=True):
+                _lib.lib().sbx_episode_abort(ep)
         self._opts = None
 
     def close(self) -> None:

@@ -9,11 +9,13 @@ use from ``$SBX_STATE_DIR`` / ``$SBX_IMAGE_DIR`` (else /run/sbx and
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
+import os
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, Iterator, List, Optional
 
 from . import _lib
 from .errors import Closed, ErrorSlot, call
@@ -63,9 +65,16 @@ class Runtime:
 
     def __init__(self, state_dir: Optional[str] = None, image_dir: Optional[str] = None,
                  backend: Optional[str] = None):
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._busy = 0  # library calls using the runtime right now
+        self._closing = False
+        self._ptr: Optional[int] = None
         self._children: "weakref.WeakSet[object]" = weakref.WeakSet()
         self._backend = resolve_backend(backend)
+        # Relative paths are taken from the current directory, as everywhere
+        # in Python (the library wants absolute ones).
+        state_dir = os.path.abspath(os.fspath(state_dir)) if state_dir else None
+        image_dir = os.path.abspath(os.fspath(image_dir)) if image_dir else None
         opts = _lib.RuntimeOpts(version=1, state_dir=_lib.cstr(state_dir),
                                 image_dir=_lib.cstr(image_dir),
                                 default_provider=_lib.cstr(self._backend), log_level=0)
@@ -77,9 +86,26 @@ class Runtime:
     @property
     def ptr(self) -> int:
         p = self._ptr
-        if not p:
+        if not p or self._closing:
             raise Closed("runtime: already closed")
         return p
+
+    @contextlib.contextmanager
+    def using(self, closing_ok: bool = False) -> Iterator[int]:
+        """The runtime pointer, kept from being freed until the block ends
+        (close() waits for every such block)."""
+        with self._cond:
+            if not self._ptr or (self._closing and not closing_ok):
+                raise Closed("runtime: already closed")
+            self._busy += 1
+            p = self._ptr
+        try:
+            yield p
+        finally:
+            with self._cond:
+                self._busy -= 1
+                if self._busy == 0:
+                    self._cond.notify_all()
 
     @property
     def backend(self) -> str:
@@ -95,8 +121,10 @@ class Runtime:
         return _lib.pystr(_lib.lib().sbx_runtime_image_dir(self.ptr)) or ""
 
     def _adopt(self, child: object) -> None:
-        with self._lock:
-            self.ptr
+        """Records a sandbox or episode for close(); Closed once closing."""
+        with self._cond:
+            if self._closing:
+                raise Closed("runtime: closing")
             self._children.add(child)
 
     def list_sandboxes(self, labels: Optional[Dict[str, str]] = None,
@@ -105,9 +133,10 @@ class Runtime:
         filt = _lib.str_array(_labels_list(labels))
         out = ctypes.POINTER(_lib.SandboxInfoT)()
         n = ctypes.c_size_t()
-        call("sbx_sandbox_list", "list sandboxes", ctypes.byref(out), ctypes.byref(n), self.ptr,
-             _lib.cstr(resolve_backend(backend) if backend else self._backend),
-             filt.ptr if filt else None)
+        with self.using() as p:
+            call("sbx_sandbox_list", "list sandboxes", ctypes.byref(out), ctypes.byref(n), p,
+                 _lib.cstr(resolve_backend(backend) if backend else self._backend),
+                 filt.ptr if filt else None)
         try:
             rows = []
             for i in range(n.value):
@@ -128,7 +157,8 @@ class Runtime:
         """Whether the local image store holds image ``name``."""
         img = ctypes.c_void_p()
         slot = ErrorSlot()
-        rc = _lib.lib().sbx_image_get(ctypes.byref(img), self.ptr, name.encode(), slot.ref)
+        with self.using() as p:
+            rc = _lib.lib().sbx_image_get(ctypes.byref(img), p, name.encode(), slot.ref)
         if rc < 0:
             slot.take(rc, "image")
             return False
@@ -138,20 +168,27 @@ class Runtime:
     def import_image(self, name: str, src: str) -> None:
         """Imports ``src`` (a rootfs directory or tarball, an OCI layout or a
         ``docker save`` archive) into the local store as image ``name``."""
-        call("sbx_image_import", f"import image {name}", None, self.ptr, name.encode(),
-             str(src).encode())
+        with self.using() as p:
+            call("sbx_image_import", f"import image {name}", None, p, name.encode(),
+                 str(src).encode())
 
     def close(self) -> None:
-        """Destroys this runtime's open sandboxes and episodes, then frees it.
-        Idempotent."""
-        with self._lock:
+        """Destroys this runtime's open sandboxes and abandons its running
+        episodes, waits for calls still using it (and for creates the library
+        abandoned on a cancel), then frees it. Idempotent."""
+        with self._cond:
+            if self._closing or not self._ptr:
+                return
+            self._closing = True
             children = list(self._children)
         for c in children:
             try:
                 c.close()  # type: ignore[attr-defined]
             except Exception:
                 pass
-        with self._lock:
+        with self._cond:
+            while self._busy:
+                self._cond.wait()
             p, self._ptr = self._ptr, None
         if p:
             _lib.lib().sbx_runtime_free(p)

@@ -163,14 +163,24 @@ class Sandbox:
         ctl = _lib.CreateCtl(version=1, cancel=_cancel,
                              timeout_s=_args.seconds(create_timeout, "create_timeout"))
         out = ctypes.c_void_p()
-        call("sbx_sandbox_create_ex", "create sandbox", ctypes.byref(out), rt.ptr,
-             ctypes.byref(opts), ctypes.byref(ctl))
+        with rt.using() as rtp:
+            call("sbx_sandbox_create_ex", "create sandbox", ctypes.byref(out), rtp,
+                 ctypes.byref(opts), ctypes.byref(ctl))
+            self._init(rt, out.value)  # type: ignore[arg-type]
+
+    def _init(self, rt: Runtime, ptr: int) -> None:
+        # Runs inside rt.using(): the runtime cannot be freed before the
+        # sandbox is recorded as its child (or destroyed, if it is closing).
         self._runtime = rt
-        self._handle = _Handle(out.value)  # type: ignore[arg-type]
+        self._handle = _Handle(ptr)
         lib = _lib.lib()
-        self._id = (lib.sbx_sandbox_id(out) or b"").decode()
-        self._backend = (lib.sbx_sandbox_provider(out) or b"").decode()
-        rt._adopt(self)
+        self._id = (lib.sbx_sandbox_id(ptr) or b"").decode()
+        self._backend = (lib.sbx_sandbox_provider(ptr) or b"").decode()
+        try:
+            rt._adopt(self)
+        except Closed:
+            self.destroy()
+            raise
 
     @classmethod
     def attach(cls, sandbox_id: str, *, backend: Optional[str] = None,
@@ -179,16 +189,13 @@ class Sandbox:
         Raises NotFound when there is none."""
         rt = runtime or default_runtime()
         out = ctypes.c_void_p()
-        call("sbx_sandbox_open", f"open sandbox {sandbox_id}", ctypes.byref(out), rt.ptr,
-             _lib.cstr(resolve_backend(backend)) if backend else None,
-             _args.text(sandbox_id, "sandbox_id"))
         self = cls.__new__(cls)
-        self._runtime = rt
-        self._handle = _Handle(out.value)  # type: ignore[arg-type]
-        lib = _lib.lib()
-        self._id = (lib.sbx_sandbox_id(out) or b"").decode()
-        self._backend = (lib.sbx_sandbox_provider(out) or b"").decode()
-        rt._adopt(self)
+        self._handle = None
+        with rt.using() as rtp:
+            call("sbx_sandbox_open", f"open sandbox {sandbox_id}", ctypes.byref(out), rtp,
+                 _lib.cstr(resolve_backend(backend)) if backend else None,
+                 _args.text(sandbox_id, "sandbox_id"))
+            self._init(rt, out.value)  # type: ignore[arg-type]
         return self
 
     @property
@@ -209,6 +216,11 @@ class Sandbox:
     def _call(self, fn_name: str, what: str, *args: object) -> int:
         if self._handle is None:
             raise Closed("sandbox: already destroyed")
+        with self._runtime.using(closing_ok=True):
+            return self._call_held(fn_name, what, *args)
+
+    def _call_held(self, fn_name: str, what: str, *args: object) -> int:
+        assert self._handle is not None
         p = self._handle.acquire()
         try:
             # The handle goes where _SB stands, else first.
@@ -323,16 +335,17 @@ class Sandbox:
         h = self._handle
         if h is None or h.closed:
             return
-        try:
-            p = h.acquire()
-        except Closed:
-            return
-        slot = ErrorSlot()
-        try:
-            rc = _lib.lib().sbx_sandbox_destroy(p, slot.ref)
-        finally:
-            h.release()
-            h.close()
+        with self._runtime.using(closing_ok=True):
+            try:
+                p = h.acquire()
+            except Closed:
+                return
+            slot = ErrorSlot()
+            try:
+                rc = _lib.lib().sbx_sandbox_destroy(p, slot.ref)
+            finally:
+                h.release()
+                h.close()
         slot.check(rc, f"destroy sandbox {self._id}")
 
     close = destroy

@@ -254,8 +254,9 @@ def run_episode(task: Union[Task, PathLike], agent: str = "oracle",
     t, owned = _task_of(task)
     res = _lib.EpisodeResultT()
     try:
-        call("sbx_episode_run", "episode", ctypes.byref(res), rt.ptr, t.ptr,
-             ctypes.byref(opts.opts))
+        with rt.using() as rtp:
+            call("sbx_episode_run", "episode", ctypes.byref(res), rtp, t.ptr,
+                 ctypes.byref(opts.opts))
         try:
             return record_from(res)
         finally:

@@ -175,3 +175,32 @@ def test_gc_destroys_forgotten_sandbox(runtime):
         import gc
         gc.collect()
     assert runtime.list_sandboxes(labels={"pytest": tag}) == []
+
+
+def test_runtime_close_with_calls_in_flight(tmp_path):
+    """close() destroys open sandboxes, waits for calls still running in
+    other threads, then frees the runtime; later calls raise Closed."""
+    import threading
+    from conftest import BUILD_ROOT
+    rt = sbx.Runtime(state_dir=str(tmp_path / "state"), image_dir=str(BUILD_ROOT / "test-images"))
+    sb = sbx.Sandbox("busybox", runtime=rt)
+    got = {}
+
+    def slow():
+        try:
+            got["r"] = sb.exec("echo started; sleep 60")
+        except sbx.SbxError as e:
+            got["e"] = e
+    t = threading.Thread(target=slow)
+    t.start()
+    while True:  # the command runs: its sandbox has a sleep process
+        if b"sleep" in sbx.Sandbox.attach(sb.id, runtime=rt).exec("ps").stdout:
+            break
+    rt.close()
+    t.join()
+    assert sb.closed and ("r" in got or "e" in got)
+    with pytest.raises(sbx.Closed):
+        sbx.Sandbox("busybox", runtime=rt)
+    with pytest.raises(sbx.Closed):
+        sb.exec("true")
+    rt.close()  # idempotent
