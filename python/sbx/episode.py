@@ -168,6 +168,8 @@ class Episode:
             if t is not None and self._owned:
                 t.close()
 
+    _on_runtime_close = close
+
     def __enter__(self) -> "Episode":
         return self
 

@@ -173,8 +173,8 @@ class Runtime:
                  str(src).encode())
 
     def close(self) -> None:
-        """Destroys this runtime's open sandboxes and abandons its running
-        episodes, waits for calls still using it (and for creates the library
+        """Destroys the open sandboxes created through it (attached ones are
+        only released) and abandons its running episodes, waits for calls still using it (and for creates the library
         abandoned on a cancel), then frees it. Idempotent."""
         with self._cond:
             if self._closing or not self._ptr:
@@ -183,7 +183,7 @@ class Runtime:
             children = list(self._children)
         for c in children:
             try:
-                c.close()  # type: ignore[attr-defined]
+                c._on_runtime_close()  # type: ignore[attr-defined]
             except Exception:
                 pass
         with self._cond:

@@ -121,6 +121,9 @@ class Sandbox:
     Raises:
         InvalidArgument, NotFound (no such image), Throttled, Timeout, SbxError.
 
+    A sandbox created here and garbage collected while still alive is
+    destroyed (with a ResourceWarning), as are those still open at exit.
+
     The methods may be called from several threads at once.
     """
 
@@ -166,12 +169,13 @@ class Sandbox:
         with rt.using() as rtp:
             call("sbx_sandbox_create_ex", "create sandbox", ctypes.byref(out), rtp,
                  ctypes.byref(opts), ctypes.byref(ctl))
-            self._init(rt, out.value)  # type: ignore[arg-type]
+            self._init(rt, out.value, owned=True)  # type: ignore[arg-type]
 
-    def _init(self, rt: Runtime, ptr: int) -> None:
+    def _init(self, rt: Runtime, ptr: int, owned: bool = False) -> None:
         # Runs inside rt.using(): the runtime cannot be freed before the
         # sandbox is recorded as its child (or destroyed, if it is closing).
         self._runtime = rt
+        self._owned = owned  # made here: destroyed when garbage collected
         self._handle = _Handle(ptr)
         lib = _lib.lib()
         self._id = (lib.sbx_sandbox_id(ptr) or b"").decode()
@@ -186,7 +190,8 @@ class Sandbox:
     def attach(cls, sandbox_id: str, *, backend: Optional[str] = None,
                runtime: Optional[Runtime] = None) -> "Sandbox":
         """Opens an existing sandbox by id (e.g. one made by ``sbx create``).
-        Raises NotFound when there is none."""
+        Raises NotFound when there is none. ``destroy()`` destroys it; a
+        handle merely dropped leaves it running (unlike one created here)."""
         rt = runtime or default_runtime()
         out = ctypes.c_void_p()
         self = cls.__new__(cls)
@@ -350,6 +355,13 @@ class Sandbox:
 
     close = destroy
 
+    def _on_runtime_close(self) -> None:
+        # Sandboxes made here die with their runtime; attached ones live on.
+        if self._owned:
+            self.destroy()
+        else:
+            self._release()
+
     def __enter__(self) -> "Sandbox":
         return self
 
@@ -360,9 +372,21 @@ class Sandbox:
         state = "destroyed" if self.closed else "running"
         return f"<sbx.Sandbox {self._id} on {self._backend} ({state})>"
 
+    def _release(self) -> None:
+        """Frees the handle, leaving the sandbox as it is."""
+        h = self._handle
+        if h is not None and not h.closed:
+            with self._runtime.using(closing_ok=True):
+                h.close()
+
     def __del__(self) -> None:
         h = getattr(self, "_handle", None)
-        if h is not None and not h.closed:
+        if h is not None and not h.closed and not getattr(self, "_owned", False):
+            try:
+                self._release()
+            except Exception:
+                pass
+        elif h is not None and not h.closed:
             try:
                 warnings.warn(f"sbx: sandbox {self._id} was not destroyed; destroying it",
                               ResourceWarning, stacklevel=2)

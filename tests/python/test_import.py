@@ -44,3 +44,30 @@ def test_override_variable_names_a_missing_library():
 def test_typed_package():
     assert (SOURCE_ROOT / "python" / "sbx" / "py.typed").exists()
     assert BUILD_ROOT.exists()
+
+
+def test_meson_install_places_the_package(tmp_path):
+    """`make install` (meson install) puts the package where Debian's python3
+    looks and tells it where the library went."""
+    import shutil
+    import sysconfig
+    meson = shutil.which("meson")
+    if meson is None:
+        import pytest
+        pytest.skip("meson is not on PATH")
+    r = subprocess.run([meson, "install", "--no-rebuild", "--quiet", "-C", str(BUILD_ROOT),
+                        "--destdir", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    inits = list(tmp_path.rglob("sbx/__init__.py"))
+    assert len(inits) == 1
+    pkg = inits[0].parent
+    assert (pkg / "py.typed").exists() and (pkg / "_installed.py").exists()
+    purelib = str(pkg.parent)[len(str(tmp_path)):]
+    if purelib.startswith("/usr/local/"):  # the default prefix: on sys.path
+        assert purelib == sysconfig.get_path("purelib")
+    code = "import sbx._lib as l; print(l.candidates()[0])"
+    r = subprocess.run([PY, "-c", code], env=_env(PYTHONPATH=str(pkg.parent)),
+                       capture_output=True, text=True, cwd="/")
+    assert r.returncode == 0, r.stderr
+    lib = r.stdout.strip()
+    assert lib.endswith("/libsbx.so.0") and (tmp_path / lib.lstrip("/")).exists()

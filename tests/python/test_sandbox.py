@@ -177,12 +177,21 @@ def test_gc_destroys_forgotten_sandbox(runtime):
     assert runtime.list_sandboxes(labels={"pytest": tag}) == []
 
 
+def test_attached_handle_dropped_leaves_sandbox(sandbox, runtime):
+    import gc
+    other = sbx.Sandbox.attach(sandbox.id, runtime=runtime)
+    del other
+    gc.collect()
+    assert sandbox.exec("echo alive").stdout == b"alive\n"
+
+
 def test_runtime_close_with_calls_in_flight(tmp_path):
     """close() destroys open sandboxes, waits for calls still running in
     other threads, then frees the runtime; later calls raise Closed."""
     import threading
     from conftest import BUILD_ROOT
-    rt = sbx.Runtime(state_dir=str(tmp_path / "state"), image_dir=str(BUILD_ROOT / "test-images"))
+    state = BUILD_ROOT / "test-state" / f"py-close-{uuid.uuid4().hex[:8]}"
+    rt = sbx.Runtime(state_dir=str(state), image_dir=str(BUILD_ROOT / "test-images"))
     sb = sbx.Sandbox("busybox", runtime=rt)
     got = {}
 
@@ -193,9 +202,8 @@ def test_runtime_close_with_calls_in_flight(tmp_path):
             got["e"] = e
     t = threading.Thread(target=slow)
     t.start()
-    while True:  # the command runs: its sandbox has a sleep process
-        if b"sleep" in sbx.Sandbox.attach(sb.id, runtime=rt).exec("ps").stdout:
-            break
+    while b"sleep" not in sb.exec("ps").stdout:  # until the command runs
+        pass
     rt.close()
     t.join()
     assert sb.closed and ("r" in got or "e" in got)
@@ -204,3 +212,5 @@ def test_runtime_close_with_calls_in_flight(tmp_path):
     with pytest.raises(sbx.Closed):
         sb.exec("true")
     rt.close()  # idempotent
+    import shutil
+    shutil.rmtree(state, ignore_errors=True)
