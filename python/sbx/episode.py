@@ -22,6 +22,8 @@ class Observation:
     then True), "(no output)" when both were empty; ``exit_code`` is -1 when
     the command did not finish; ``done`` is True once the agent phase is over
     (its limit or the episode clock ran out): call :meth:`Episode.evaluate`.
+    ``output_bytes`` is the output as the library gave it (valid UTF-8, a
+    stray byte replaced by U+FFFD).
     """
     output: str
     exit_code: int
