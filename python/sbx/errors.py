@@ -41,8 +41,10 @@ class SbxError(Exception):
     def code_name(self) -> str:
         if not self.code:
             return ""
-        name = _lib.lib().sbx_error_code_name(self.code)
-        return name.decode() if name else ""
+        name = (_lib.lib().sbx_error_code_name(self.code) or b"").decode()
+        if name in ("", "EUNKNOWN"):  # the library names the codes it returns most
+            name = _errno.errorcode.get(-self.code, name)
+        return name
 
 
 class NotFound(SbxError, LookupError):

@@ -135,7 +135,6 @@ class Sandbox:
                  user: Optional[str] = None, create_timeout: Optional[float] = None,
                  runtime: Optional[Runtime] = None, _cancel: Optional[int] = None):
         self._handle: Optional[_Handle] = None
-        rt = runtime or default_runtime()
         opts = _lib.SandboxOpts(version=1)
         keep = []  # arrays the opts point into, alive for the call
         opts.image = _args.text(image, "image")
@@ -166,6 +165,7 @@ class Sandbox:
         ctl = _lib.CreateCtl(version=1, cancel=_cancel,
                              timeout_s=_args.seconds(create_timeout, "create_timeout"))
         out = ctypes.c_void_p()
+        rt = runtime or default_runtime()  # after the checks: bad arguments need none
         with rt.using() as rtp:
             call("sbx_sandbox_create_ex", "create sandbox", ctypes.byref(out), rtp,
                  ctypes.byref(opts), ctypes.byref(ctl))

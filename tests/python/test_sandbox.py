@@ -214,3 +214,48 @@ def test_runtime_close_with_calls_in_flight(tmp_path):
     rt.close()  # idempotent
     import shutil
     shutil.rmtree(state, ignore_errors=True)
+
+
+def _fds():
+    """This process's fds, less the local provider's pooled namespaces
+    (refilled in the background: not a leak), once two counts agree."""
+    import time
+
+    def count():
+        n = 0
+        for name in os.listdir("/proc/self/fd"):
+            try:
+                target = os.readlink(f"/proc/self/fd/{name}")
+            except OSError:
+                continue
+            if not target.startswith(("net:[", "uts:[", "ipc:[", "user:[", "/run/sbx-idmap/")):
+                n += 1
+        return n
+    a = count()
+    for _ in range(50):
+        time.sleep(0.02)
+        b = count()
+        if a == b:
+            break
+        a = b
+    return a
+
+
+def test_no_fd_or_sandbox_leak_over_cycles(runtime, tmp_path):
+    from conftest import FIXTURE_TASKS
+    tag = uuid.uuid4().hex
+    with sbx.Sandbox("busybox", runtime=runtime) as sb:  # warm up the pools
+        sb.exec("true")
+    before = _fds()
+    for i in range(20):
+        with sbx.Sandbox("busybox", labels={"pytest": tag}, runtime=runtime) as sb:
+            assert sb.exec(["echo", str(i)]).stdout == f"{i}\n".encode()
+            sb.write_file("/tmp/f", b"x")
+            sb.read_file("/tmp/f")
+            with pytest.raises(sbx.NotFound):
+                sb.read_file("/nope")
+    for _ in range(3):
+        assert sbx.run_episode(FIXTURE_TASKS / "pass", labels={"pytest": tag},
+                               runtime=runtime).reward == 1.0
+    assert _fds() == before
+    assert runtime.list_sandboxes(labels={"pytest": tag}) == []
