@@ -183,9 +183,13 @@ class Episode:
         """Starts a fresh episode; a cancelled reset leaves no sandbox."""
         ep = self.sync
 
-        def reap(_: str) -> None:
-            ep.close()
-        return await _run_reaped(ep.reset, reap)
+        def reap(began: "tuple[str, int]") -> None:
+            ep._abort_gen(began[1])
+        return (await _run_reaped(ep._reset, reap))[0]
+
+    async def abort(self) -> None:
+        """Abandons the running episode; reset() plays another."""
+        await asyncio.shield(_run(self.sync.abort))
 
     async def step(self, command: str, **kw: Any) -> Observation:
         return await _run(self.sync.step, command, **kw)

@@ -68,6 +68,7 @@ class Episode:
         self._task, self._owned = _task_of(task)
         self._opts: Optional[EpisodeOptions] = None
         self._done = False
+        self._gen = 0
         self._rt._adopt(self)
 
     @property
@@ -96,9 +97,14 @@ class Episode:
         """Starts a fresh episode (abandoning a running one) and returns the
         instruction. Raises what the environment failed with (NotFound for a
         missing image, ...); nothing is left behind then."""
+        return self._reset()[0]
+
+    def _reset(self) -> "tuple[str, int]":
         if not self.supported():
             raise NotSupported("episode: this libsbx has no turn-by-turn API "
                                "(sbx_episode_begin)")
+        # Also returns the episode's generation, so a cancelled asyncio reset
+        # aborts the episode it began and never a later one.
         with self._lock:
             self._abort()
             task = self.task
@@ -108,7 +114,13 @@ class Episode:
                 call("sbx_episode_begin", f"episode {task.name}", ctypes.byref(out), rtp,
                      task.ptr, ctypes.byref(opts.opts))
             self._ep, self._opts, self._done = out.value, opts, False
-            return task.instruction
+            self._gen += 1
+            return task.instruction, self._gen
+
+    def _abort_gen(self, gen: int) -> None:
+        with self._lock:
+            if self._gen == gen:
+                self._abort()
 
     def _running(self) -> int:
         if self._ep is None:
@@ -160,6 +172,12 @@ class Episode:
             with self._rt.using(closing_ok=True):
                 _lib.lib().sbx_episode_abort(ep)
         self._opts = None
+
+    def abort(self) -> None:
+        """Abandons a running episode (its sandbox destroyed, no verifier);
+        the Episode stays usable: reset() plays another. No-op when none runs."""
+        with self._lock:
+            self._abort()
 
     def close(self) -> None:
         """Abandons a running episode (its sandbox destroyed, no verifier)

@@ -63,6 +63,9 @@ def test_close_abandons_running_episode(runtime):
     tag = uuid.uuid4().hex
     ep = sbx.Episode(FIXTURE_TASKS / "pass", labels={"pytest": tag}, runtime=runtime)
     ep.reset()
+    ep.abort()
+    assert not ep.running and runtime.list_sandboxes(labels={"pytest": tag}) == []
+    ep.reset()
     assert len(runtime.list_sandboxes(labels={"pytest": tag})) == 1
     ep.close()
     assert runtime.list_sandboxes(labels={"pytest": tag}) == []
@@ -106,7 +109,10 @@ def test_aio_episode_and_cancelled_reset():
         try:
             await t
         except asyncio.CancelledError:
-            return
+            # The Episode stays usable after a cancelled reset.
+            await ep.reset()
+            await ep.step("echo hello > /tmp/answer")
+            assert (await ep.evaluate()).reward == 1.0
         await ep.close()
 
     async def main():
