@@ -259,3 +259,47 @@ def test_no_fd_or_sandbox_leak_over_cycles(runtime, tmp_path):
                                runtime=runtime).reward == 1.0
     assert _fds() == before
     assert runtime.list_sandboxes(labels={"pytest": tag}) == []
+
+
+def test_create_timeout_leaves_no_sandbox():
+    from conftest import BUILD_ROOT
+    import shutil
+    state = BUILD_ROOT / "test-state" / f"py-ctimeout-{uuid.uuid4().hex[:8]}"
+    images = str(BUILD_ROOT / "test-images")
+    rt = sbx.Runtime(state_dir=str(state), image_dir=images)
+    try:
+        with pytest.raises(sbx.Timeout) as e:
+            sbx.Sandbox("busybox", create_timeout=0.0001, runtime=rt)
+        assert isinstance(e.value, TimeoutError)
+    finally:
+        rt.close()  # waits for the abandoned create, which destroys its sandbox
+    rt = sbx.Runtime(state_dir=str(state), image_dir=images)
+    try:
+        assert rt.list_sandboxes() == []
+    finally:
+        rt.close()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def test_exec_from_many_threads(sandbox):
+    import threading
+    errs = []
+
+    def worker(i):
+        for j in range(10):
+            r = sandbox.exec(["echo", f"{i}-{j}"])
+            if r.stdout != f"{i}-{j}\n".encode():
+                errs.append((i, j, r))
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert errs == []
+
+
+def test_exec_bad_cwd_and_user(sandbox):
+    with pytest.raises(sbx.NotFound, match="/nonexistent"):
+        sandbox.exec("true", cwd="/nonexistent")
+    with pytest.raises(sbx.NotFound, match="nosuchuser"):
+        sandbox.exec("true", user="nosuchuser")
