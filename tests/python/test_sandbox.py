@@ -257,7 +257,8 @@ def test_no_fd_or_sandbox_leak_over_cycles(runtime, tmp_path):
     for _ in range(3):
         assert sbx.run_episode(FIXTURE_TASKS / "pass", labels={"pytest": tag},
                                runtime=runtime).reward == 1.0
-    assert _fds() == before
+    # Fewer is fine: something transient (a pool refill's socket) was open before.
+    assert _fds() <= before
     assert runtime.list_sandboxes(labels={"pytest": tag}) == []
 
 
