@@ -201,6 +201,7 @@ Test(policy, 500s_past_the_retry_budget_are_an_agent_error)
 	cr_assert_eq(json_array_size(rq), 3, "1 attempt + 2 retries");
 	json_decref(rq);
 	sbx_episode_result_free(&r);
+	cr_assert_eq(sandboxes(), 0, "a sandbox outlived its episode");
 }
 
 Test(policy, a_400_is_not_retried)
@@ -236,6 +237,7 @@ Test(policy, a_model_slower_than_the_episode_clock_is_a_timeout)
 	cr_assert_eq(mint(m, "tool_calls"), 0);
 	json_decref(m);
 	sbx_episode_result_free(&r);
+	cr_assert_eq(sandboxes(), 0, "a sandbox outlived its episode");
 }
 
 Test(policy, bad_agent_args_are_an_agent_error_naming_them)

@@ -207,7 +207,7 @@ int sbx__policy_chat(struct chat_reply *out, const struct policy_cfg *c, json_t 
 	_cleanup_free_ char *where = sbx__http_url_for_log(url);
 	_cleanup_free_ char *text = json_dumps(body, JSON_COMPACT);
 	if (!text)
-		return sbx_error_set(err, -EINVAL, "policy agent: the request is not JSON");
+		return sbx_error_set(err, -EINVAL, "the request is not JSON");
 	char **hdrs = NULL;
 	sbx__strv_push(&hdrs, "Content-Type: application/json");
 	sbx__strv_push(&hdrs, c->stream ? "Accept: text/event-stream" : "Accept: application/json");
@@ -221,7 +221,7 @@ int sbx__policy_chat(struct chat_reply *out, const struct policy_cfg *c, json_t 
 	for (unsigned attempt = 0;; attempt++) {
 		double left = deadline - sbx__now_mono();
 		if (left <= 0) {
-			r = sbx_error_set(err, -ETIMEDOUT, "policy agent: no time left for the model");
+			r = sbx_error_set(err, -ETIMEDOUT, "no time left for the model");
 			break;
 		}
 		double to = c->request_timeout < left ? c->request_timeout : left;
@@ -281,12 +281,12 @@ int sbx__policy_chat(struct chat_reply *out, const struct policy_cfg *c, json_t 
 		}
 		left = deadline - sbx__now_mono();
 		if (r == -ETIMEDOUT && left <= 0.05) {
-			r = sbx_error_set(err, -ETIMEDOUT, "policy agent: POST %s: no answer before the "
+			r = sbx_error_set(err, -ETIMEDOUT, "POST %s: no answer before the "
 					  "agent's time ran out", where);
 			break;
 		}
 		if (!retry || attempt >= c->max_retries) {
-			r = sbx_error_set(err, r, "policy agent: POST %s: %s%s", where, why,
+			r = sbx_error_set(err, r, "POST %s: %s%s", where, why,
 					  retry ? " (retries exhausted)" : "");
 			break;
 		}
@@ -298,7 +298,7 @@ int sbx__policy_chat(struct chat_reply *out, const struct policy_cfg *c, json_t 
 			 attempt + 1, c->max_retries, wait);
 		if (wait >= left) {
 			sleep_s(left > 0 ? left : 0);
-			r = sbx_error_set(err, -ETIMEDOUT, "policy agent: POST %s: %s; no time left to "
+			r = sbx_error_set(err, -ETIMEDOUT, "POST %s: %s; no time left to "
 					  "retry", where, why);
 			break;
 		}
