@@ -33,6 +33,9 @@ def test_reset_step_evaluate_reward_1(runtime):
         assert obs.exit_code == 7
         rec = ep.evaluate()
         assert rec.reward == 1.0 and rec.status == "Submitted" and rec.verifier_ran
+        assert [t["command"] for t in rec.trajectory["turns"]] == [
+            "ls /tests 2>&1; echo rc=$?", "echo hello > /tmp/answer", "exit 7"]
+        assert rec.trajectory["turns"][2]["exit_code"] == 7
         assert not ep.running
         assert runtime.list_sandboxes(labels={"pytest": tag}) == []
         with pytest.raises(sbx.Closed):
