@@ -31,14 +31,19 @@ from .task import EpisodeRecord
 T = TypeVar("T")
 
 _executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
+_executor_lock = threading.Lock()
 
 
 def set_max_workers(n: int) -> None:
     """Worker threads for blocking calls (default 64); takes effect for calls
-    made after it."""
+    made after it (calls already running finish on the old threads)."""
+    from .errors import InvalidArgument
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InvalidArgument("n: expected an int of threads >= 1")
     global _executor
-    old, _executor = _executor, concurrent.futures.ThreadPoolExecutor(
-        max_workers=n, thread_name_prefix="sbx-aio")
+    with _executor_lock:
+        old, _executor = _executor, concurrent.futures.ThreadPoolExecutor(
+            max_workers=n, thread_name_prefix="sbx-aio")
     if old is not None:
         old.shutdown(wait=False)
 
@@ -48,16 +53,19 @@ def shutdown(wait: bool = True) -> None:
     the cleanup of cancelled creates) have finished. The next call starts
     new ones."""
     global _executor
-    old, _executor = _executor, None
+    with _executor_lock:
+        old, _executor = _executor, None
     if old is not None:
         old.shutdown(wait=wait)
 
 
 def _pool() -> concurrent.futures.ThreadPoolExecutor:
-    if _executor is None:
-        set_max_workers(64)
-    assert _executor is not None
-    return _executor
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = concurrent.futures.ThreadPoolExecutor(max_workers=64,
+                                                              thread_name_prefix="sbx-aio")
+        return _executor
 
 
 async def _run(fn: Callable[..., T], *args: Any, **kw: Any) -> T:
