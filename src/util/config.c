@@ -117,6 +117,7 @@ const struct sbx_knob sbx__test_knobs[] = {
 	T("SBX_COMPAT_IMAGE_DIR", PATH, "scripts", "(build/compat-images)", "tests/compat: the image store of the SDK tests"),
 	T("SBX_COMPAT_VERSIONS", LIST, "scripts", "2.51.0 2.30.5 2.8.4", "tests/compat: e2b SDK versions to test (space-separated)"),
 	T("SBX_DEMO_TASKS", PATH, "scripts", "examples/tasks", "scripts/demo.sh: the tasks directory"),
+	T("SBX_LIBRARY", PATH, "scripts", "(a build dir next to python/, then libsbx.so.0)", "the Python package (python/sbx): the libsbx.so it loads (docs/python.md)"),
 	T("SBX_TASKS_IMAGE", STRING, "scripts", "sbx-tasks:bookworm", "examples/tasks/base-image.env: the tasks' base image"),
 	T("SBX_TASKS_PACKAGES", LIST, "scripts", "(examples/tasks/base-image.env)", "Debian packages bootstrapped into SBX_TASKS_IMAGE"),
 	T("SBX_TASKS_SUITE", STRING, "scripts", "bookworm", "the Debian suite of SBX_TASKS_IMAGE"),
