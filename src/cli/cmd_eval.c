@@ -274,11 +274,6 @@ static int parse(int argc, char **argv, struct eopts *o)
 	if (o->key_file && (stat(o->key_file, &st) < 0 || !S_ISREG(st.st_mode)))
 		return cli_usage_error("eval", "--api-key-file: '%s' is not a readable file",
 				       o->key_file);
-	if (!sbx_agent_find(o->agent)) {
-		char known[512];
-		sbx_agent_names(known, sizeof(known));
-		return cli_usage_error("eval", "--agent: unknown agent '%s' (known: %s)", o->agent, known);
-	}
 	return 0;
 }
 
@@ -361,6 +356,12 @@ static int run_eval(struct eopts *o, const char *dir)
 	int r = cli_select_tasks(&names, "eval", dir, o->list, o->all);
 	if (r)
 		return r;
+	if (!sbx_agent_find(o->agent)) {
+		char known[512];
+		sbx_agent_names(known, sizeof(known));
+		sbx__strv_free(names);
+		return cli_usage_error("eval", "--agent: unknown agent '%s' (known: %s)", o->agent, known);
+	}
 	size_t n = sbx__strv_len((const char *const *)names);
 	FILE *out = NULL;
 	if (o->out && !(out = fopen(o->out, "we"))) {
