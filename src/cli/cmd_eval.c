@@ -297,8 +297,28 @@ static char **agent_args(const struct eopts *o)
 	return v;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Names of the tasks with a pass, sorted (owned array of borrowed names). */
+static const char **solved_names(const struct eval_run *g, size_t nt, size_t *n_out)
+{
+	const char **v = xcalloc(nt + 1, sizeof(*v));
+	size_t n = 0;
+	for (size_t i = 0; i < nt; i++)
+		if (g->counts[i].passed)
+			v[n++] = g->tasks[i]->name;
+	qsort(v, n, sizeof(*v), cmp_str);
+	*n_out = n;
+	return v;
+}
+
 static void print_summary(struct eval_run *g, size_t nt)
 {
+	size_t ns;
+	const char **solved_v = solved_names(g, nt, &ns);
 	double p1 = -1, pk = -1;
 	size_t u1 = 0, uk = 0;
 	if (g->samples > 1) {
@@ -307,9 +327,8 @@ static void print_summary(struct eval_run *g, size_t nt)
 	}
 	if (g->json) {
 		json_t *solved = json_array();
-		for (size_t i = 0; i < nt; i++)
-			if (g->counts[i].passed)
-				json_array_append_new(solved, json_string(g->tasks[i]->name));
+		for (size_t i = 0; i < ns; i++)
+			json_array_append_new(solved, json_string(solved_v[i]));
 		json_t *j = json_pack("{s:i,s:i,s:i,s:i,s:o,s:o}", "episodes", (json_int_t)(g->total + g->load_errors),
 				      "passed", (json_int_t)g->passed, "scored", (json_int_t)g->scored,
 				      "errored", (json_int_t)g->errored, "solved", solved,
@@ -325,17 +344,15 @@ static void print_summary(struct eval_run *g, size_t nt)
 		printf("%s\n", s ? s : "{}");
 		free(s);
 		json_decref(j);
+		free(solved_v);
 		return;
 	}
 	printf("=== pass %zu/%zu scored (%zu errored) ===\n", g->passed, g->scored, g->errored);
 	printf("solved: [");
-	bool first = true;
-	for (size_t i = 0; i < nt; i++)
-		if (g->counts[i].passed) {
-			printf("%s%s", first ? "" : ", ", g->tasks[i]->name);
-			first = false;
-		}
+	for (size_t i = 0; i < ns; i++)
+		printf("%s%s", i ? ", " : "", solved_v[i]);
 	printf("]\n");
+	free(solved_v);
 	if (g->samples > 1) {
 		if (p1 >= 0)
 			printf("pass@1 = %.4f (%zu tasks)\n", p1, u1);

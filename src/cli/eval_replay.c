@@ -148,7 +148,7 @@ static void report(struct replay *p, size_t i, json_t *rec, struct outcome *oc)
 			"line", (json_int_t)(i + 1), "task", task, "sample", sample, "result",
 			verdict_tag[oc->v], "reward", was, "replayed", now, "detail", oc->why));
 	} else {
-		printf("  [%s] %s sample=%lld reward=%s -> %s turns=%zu %.1fs", verdict_tag[oc->v],
+		printf("  [%s] %s sample=%lld reward=%s -> %s commands=%zu %.1fs", verdict_tag[oc->v],
 		       task ? task : "?", (long long)sample, was, now, oc->turns, oc->seconds);
 		if (oc->why)
 			printf("  (line %zu: %s)", i + 1, oc->why);

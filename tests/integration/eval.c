@@ -180,9 +180,9 @@ Test(eval, replay_says_same_diff_skip_and_err)
 	cr_assert_eq(rc, 1, "%s", out);
 	const char *want[] = {
 		"replay | 5 records | concurrency=2",
-		"  [same] pass sample=0 reward=1 -> 1 turns=2 ",
-		"  [DIFF] pass sample=0 reward=1 -> 0 turns=1 ",
-		"  [skip] pass sample=0 reward=- -> - turns=0 ",
+		"  [same] pass sample=0 reward=1 -> 1 commands=2 ",
+		"  [DIFF] pass sample=0 reward=1 -> 0 commands=1 ",
+		"  [skip] pass sample=0 reward=- -> - commands=0 ",
 		":4: schema: expected \"sbx.trajectory/1\", got other/1",
 		":5: not JSON: ",
 		"=== replay: 1/4 same (1 differ, 2 errored, 1 skipped) ===",
