@@ -6,7 +6,8 @@
  * (examples/tasks), on `local` and on `e2b` through `sbx serve`:
  * `=== pass N/N scored (0 errored) ===`, every record valid and free of the
  * fake key, `--replay` of the records all the same, ERR lines for a model
- * API that always fails, --samples with pass@k, and no-command episodes
+ * API that always fails and for a reply slower than the episode clock,
+ * --samples with pass@k, and no-command episodes
  * scored 0 (not ERR). The tasks: all of them, or $SBX_EVAL_TASKS (A,B,...;
  * scripts/check.sh gives the ASan pass a few).
  */
@@ -206,7 +207,8 @@ Test(eval_policy, a_model_api_that_always_fails_is_err_never_0)
 	char *args = NULL, *out;
 	cr_assert(asprintf(&args, "examples/tasks --tasks fix-permissions,csv-region-report "
 			   "--model always_500 --out %s", j.path) > 0);
-	int rc = eval(&out, NULL, args);
+	/* the library's whole log too: the key must not be in it */
+	int rc = eval(&out, "SBX_LOG=debug", args);
 	cr_assert_eq(rc, 1, "%s", out);
 	const char *want[] = { "  [ERR] fix-permissions turns=", "  [ERR] csv-region-report turns=",
 			       "reason=error", "(AgentError: ", "HTTP 500",
@@ -227,6 +229,28 @@ Test(eval_policy, a_model_api_that_always_fails_is_err_never_0)
 	cr_assert_eq(rc, 0, "%s", out);
 	cr_assert_not_null(strstr(out, "0 differ, 0 errored, 2 skipped"), "%s", out);
 	free(out);
+	free(args);
+	eval_tmp_free(&j);
+}
+
+Test(eval_policy, a_reply_slower_than_the_episode_clock_is_err_never_0)
+{
+	struct eval_tmp j = eval_tmp_file("jsonl");
+	char *args = NULL, *out;
+	cr_assert(asprintf(&args, "examples/tasks --tasks fix-permissions --model slow "
+			   "--max-episode-s 4 --out %s", j.path) > 0);
+	int rc = eval(&out, NULL, args);
+	cr_assert_eq(rc, 1, "%s", out);
+	cr_assert_not_null(strstr(out, "  [ERR] fix-permissions turns=1 reason=timeout "), "%s", out);
+	cr_assert_not_null(strstr(out, "(TimeLimitExceeded: "), "%s", out);
+	cr_assert_not_null(strstr(out, "=== pass 0/0 scored (1 errored) ==="), "%s", out);
+	free(out);
+	eval_check_records(j.path, 1, &key);
+	/* training's view is kept in the record: reward 0, but not scored */
+	char *text = eval_slurp(j.path);
+	cr_assert_not_null(strstr(text, "\"status\":\"TimeLimitExceeded\",\"scored\":false"), "%s",
+			   text);
+	free(text);
 	free(args);
 	eval_tmp_free(&j);
 }
