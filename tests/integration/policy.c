@@ -201,6 +201,7 @@ Test(policy, 500s_past_the_retry_budget_are_an_agent_error)
 	cr_assert_eq(json_array_size(rq), 3, "1 attempt + 2 retries");
 	json_decref(rq);
 	sbx_episode_result_free(&r);
+	cr_assert_eq(sandboxes(), 0, "a sandbox outlived its episode");
 }
 
 Test(policy, a_400_is_not_retried)
@@ -236,6 +237,7 @@ Test(policy, a_model_slower_than_the_episode_clock_is_a_timeout)
 	cr_assert_eq(mint(m, "tool_calls"), 0);
 	json_decref(m);
 	sbx_episode_result_free(&r);
+	cr_assert_eq(sandboxes(), 0, "a sandbox outlived its episode");
 }
 
 Test(policy, bad_agent_args_are_an_agent_error_naming_them)
@@ -257,4 +259,19 @@ Test(policy, bad_agent_args_are_an_agent_error_naming_them)
 	json_t *rq = requests();
 	cr_assert_eq(json_array_size(rq), 0);
 	json_decref(rq);
+}
+
+Test(policy, request_timeouts_past_the_retry_budget_are_an_agent_error)
+{
+	/* each request gives up after 0.5 s (the fake sleeps 20): the API failing,
+	 * not the agent's time running out */
+	const char *extra[] = { "request_timeout=0.5", "max_retries=1", NULL };
+	sbx_episode_result r = play("pass", "slow", extra);
+	expect_end(&r, SBX_EPISODE_AGENT_ERROR, "error");
+	cr_assert_eq(r.has_reward, 0);
+	cr_assert_not_null(strstr(r.detail, "retries exhausted"), "%s", r.detail);
+	json_t *rq = requests();
+	cr_assert_eq(json_array_size(rq), 2);
+	json_decref(rq);
+	sbx_episode_result_free(&r);
 }

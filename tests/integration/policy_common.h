@@ -29,6 +29,8 @@
 
 #define FAKE_KEY "sk-fake-0123456789-POLICY-TEST-KEY-zq7"
 #define PY "/usr/bin/python3"
+/* each test file uses some of these */
+#define HELPER static __attribute__((unused))
 
 static sbx_runtime *rt;
 static pid_t srv_pid;
@@ -41,7 +43,7 @@ static char *log_text;       /* everything the library logged */
 static size_t log_len;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void on_log(sbx_log_level lvl, const char *msg, void *payload)
+HELPER void on_log(sbx_log_level lvl, const char *msg, void *payload)
 {
 	(void)lvl, (void)payload;
 	pthread_mutex_lock(&log_lock);
@@ -57,7 +59,7 @@ static void on_log(sbx_log_level lvl, const char *msg, void *payload)
 	pthread_mutex_unlock(&log_lock);
 }
 
-static int sh(const char *fmt, ...)
+HELPER int sh(const char *fmt, ...)
 {
 	char cmd[4096];
 	va_list ap;
@@ -70,7 +72,7 @@ static int sh(const char *fmt, ...)
 
 /* A copy of the `pass` fixture named `name` with its own instruction (the
  * fake finds a task by it) and, when given, its own test.sh. */
-static void make_task(const char *name, const char *instruction, const char *test_sh)
+HELPER void make_task(const char *name, const char *instruction, const char *test_sh)
 {
 	const char *src = getenv("SBX_SOURCE_ROOT");
 	cr_assert_eq(sh("cp -a '%s/tests/fixtures/tasks/pass' '%s/%s' && printf '%%s\\n' '%s' > "
@@ -81,7 +83,7 @@ static void make_task(const char *name, const char *instruction, const char *tes
 				name), 0);
 }
 
-static void srv_start(double slow_s)
+HELPER void srv_start(double slow_s)
 {
 	char port_file[512], slow[32];
 	snprintf(port_file, sizeof(port_file), "%s/port", tmp);
@@ -111,7 +113,7 @@ static void srv_start(double slow_s)
 	cr_assert_fail("the fake model server did not start");
 }
 
-static void policy_setup(double slow_s)
+HELPER void policy_setup(double slow_s)
 {
 	sbx_test_require_root();
 	if (access(PY, X_OK) != 0)
@@ -141,7 +143,7 @@ static void policy_setup(double slow_s)
 	srv_start(slow_s);
 }
 
-static void policy_teardown(void)
+HELPER void policy_teardown(void)
 {
 	if (srv_pid > 0) {
 		kill(srv_pid, SIGTERM);
@@ -157,7 +159,7 @@ static void policy_teardown(void)
 	log_len = 0;
 }
 
-static sbx_task *load_task(const char *name)
+HELPER sbx_task *load_task(const char *name)
 {
 	char dir[1024];
 	snprintf(dir, sizeof(dir), "%s/%s", tasks_dir, name);
@@ -169,7 +171,7 @@ static sbx_task *load_task(const char *name)
 
 /* Runs `task` with the policy agent and the fake `model`; extra agent args
  * (NULL-terminated) after the base, model and key file. */
-static sbx_episode_result play_opts(const char *task, const char *model, double max_s,
+HELPER sbx_episode_result play_opts(const char *task, const char *model, double max_s,
 				    const char *const *extra)
 {
 	char base[128], m[128], key[600];
@@ -193,13 +195,13 @@ static sbx_episode_result play_opts(const char *task, const char *model, double 
 	return r;
 }
 
-static sbx_episode_result play(const char *task, const char *model, const char *const *extra)
+HELPER sbx_episode_result play(const char *task, const char *model, const char *const *extra)
 {
 	return play_opts(task, model, 0, extra);
 }
 
 /* The parsed trajectory and metrics of a result (owned). */
-static json_t *traj(const sbx_episode_result *r)
+HELPER json_t *traj(const sbx_episode_result *r)
 {
 	cr_assert_not_null(r->trajectory_json, "%s: no trajectory", r->task);
 	json_t *j = json_loads(r->trajectory_json, 0, NULL);
@@ -207,7 +209,7 @@ static json_t *traj(const sbx_episode_result *r)
 	return j;
 }
 
-static json_t *metrics(const sbx_episode_result *r)
+HELPER json_t *metrics(const sbx_episode_result *r)
 {
 	cr_assert_not_null(r->agent_metrics_json);
 	json_t *j = json_loads(r->agent_metrics_json, 0, NULL);
@@ -215,12 +217,12 @@ static json_t *metrics(const sbx_episode_result *r)
 	return j;
 }
 
-static long mint(json_t *m, const char *k)
+HELPER long mint(json_t *m, const char *k)
 {
 	return (long)json_integer_value(json_object_get(m, k));
 }
 
-static void expect_end(const sbx_episode_result *r, sbx_episode_status st, const char *reason)
+HELPER void expect_end(const sbx_episode_result *r, sbx_episode_status st, const char *reason)
 {
 	cr_assert_eq(r->status, st, "%s: status %s (detail: %s)", r->task,
 		     sbx_episode_status_name(r->status), r->detail ? r->detail : "-");
@@ -228,8 +230,18 @@ static void expect_end(const sbx_episode_result *r, sbx_episode_status st, const
 	cr_assert_str_eq(r->end_reason, reason, "detail: %s", r->detail ? r->detail : "-");
 }
 
+/* Sandboxes of this test's runtime (its state dir is its own). */
+HELPER size_t sandboxes(void)
+{
+	sbx_sandbox_info *v = NULL;
+	size_t n = 0;
+	cr_assert_eq(sbx_sandbox_list(&v, &n, rt, NULL, NULL, NULL), 0);
+	sbx_sandbox_info_free(v, n);
+	return n;
+}
+
 /* The recorded requests, as a JSON array (owned). */
-static json_t *requests(void)
+HELPER json_t *requests(void)
 {
 	json_t *a = json_array();
 	FILE *f = fopen(record_path, "r");

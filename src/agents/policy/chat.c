@@ -207,7 +207,7 @@ int sbx__policy_chat(struct chat_reply *out, const struct policy_cfg *c, json_t 
 	_cleanup_free_ char *where = sbx__http_url_for_log(url);
 	_cleanup_free_ char *text = json_dumps(body, JSON_COMPACT);
 	if (!text)
-		return sbx_error_set(err, -EINVAL, "policy agent: the request is not JSON");
+		return sbx_error_set(err, -EINVAL, "the request is not JSON");
 	char **hdrs = NULL;
 	sbx__strv_push(&hdrs, "Content-Type: application/json");
 	sbx__strv_push(&hdrs, c->stream ? "Accept: text/event-stream" : "Accept: application/json");
@@ -221,11 +221,12 @@ int sbx__policy_chat(struct chat_reply *out, const struct policy_cfg *c, json_t 
 	for (unsigned attempt = 0;; attempt++) {
 		double left = deadline - sbx__now_mono();
 		if (left <= 0) {
-			r = sbx_error_set(err, -ETIMEDOUT, "policy agent: no time left for the model");
+			r = sbx_error_set(err, -ETIMEDOUT, "no time left for the model");
 			break;
 		}
 		double to = c->request_timeout < left ? c->request_timeout : left;
-		struct stream s = { .prompt_tokens = -1, .completion_tokens = -1 };
+		struct stream s = { .prompt_tokens = -1, .completion_tokens = -1,
+				    .retry_after = -1 };
 		sbx__buf_init(&s.line, RESP_MAX);
 		sbx__buf_init(&s.raw, c->stream ? 4096 : RESP_MAX);
 		sbx_http_req rq = { 0 };
@@ -281,24 +282,25 @@ int sbx__policy_chat(struct chat_reply *out, const struct policy_cfg *c, json_t 
 		}
 		left = deadline - sbx__now_mono();
 		if (r == -ETIMEDOUT && left <= 0.05) {
-			r = sbx_error_set(err, -ETIMEDOUT, "policy agent: POST %s: no answer before the "
+			r = sbx_error_set(err, -ETIMEDOUT, "POST %s: no answer before the "
 					  "agent's time ran out", where);
 			break;
 		}
 		if (!retry || attempt >= c->max_retries) {
-			r = sbx_error_set(err, r, "policy agent: POST %s: %s%s", where, why,
+			/* a request timeout is the API failing, not the agent's time */
+			r = sbx_error_set(err, r == -ETIMEDOUT ? -EIO : r, "POST %s: %s%s", where, why,
 					  retry ? " (retries exhausted)" : "");
 			break;
 		}
 		double wait = BACKOFF_BASE_S * pow(2, attempt);
 		wait = (wait > BACKOFF_CAP_S ? BACKOFF_CAP_S : wait) * jitter();
-		if (ra > 0)
+		if (ra >= 0)
 			wait = ra < BACKOFF_CAP_S ? ra : BACKOFF_CAP_S;
 		SBX_LOGI("policy agent: POST %s: %s; retry %u of %u in %.1f s", where, why,
 			 attempt + 1, c->max_retries, wait);
 		if (wait >= left) {
 			sleep_s(left > 0 ? left : 0);
-			r = sbx_error_set(err, -ETIMEDOUT, "policy agent: POST %s: %s; no time left to "
+			r = sbx_error_set(err, -ETIMEDOUT, "POST %s: %s; no time left to "
 					  "retry", where, why);
 			break;
 		}

@@ -49,7 +49,7 @@ static const char *arg(const char *const *args, const char *key)
 
 static int bad(sbx_error **err, const char *key, const char *v, const char *want)
 {
-	return sbx_error_set(err, -EINVAL, "policy agent: %s \"%.60s\": expected %s", key, v, want);
+	return sbx_error_set(err, -EINVAL, "%s \"%.60s\": expected %s", key, v, want);
 }
 
 static int num(double *out, const char *const *args, const char *key, double lo, double hi,
@@ -89,12 +89,12 @@ static int read_key(struct policy_cfg *c, const char *path, const char *from, sb
 	size_t len = 0;
 	int r = sbx__read_file(&s, &len, path, KEY_FILE_MAX, err);
 	if (r < 0)
-		return sbx_error_prefix(err, r, "policy agent: %s", from);
+		return sbx_error_prefix(err, r, "%s", from);
 	char *t = sbx__str_trim(s);
 	if (!*t)
-		r = sbx_error_set(err, -EINVAL, "policy agent: %s %s is empty", from, path);
+		r = sbx_error_set(err, -EINVAL, "%s %s is empty", from, path);
 	else if (strpbrk(t, "\r\n"))
-		r = sbx_error_set(err, -EINVAL, "policy agent: %s %s: expected the key on one line",
+		r = sbx_error_set(err, -EINVAL, "%s %s: expected the key on one line",
 				  from, path);
 	if (r == 0) {
 		c->key = xstrdup(t);
@@ -133,11 +133,11 @@ static int load_prompt(struct policy_cfg *c, const char *const *args, sbx_error 
 	size_t len;
 	int r = sbx__read_file(&c->system_prompt, &len, f, PROMPT_FILE_MAX, err);
 	if (r < 0)
-		return sbx_error_prefix(err, r, "policy agent: system_prompt_file");
+		return sbx_error_prefix(err, r, "system_prompt_file");
 	json_t *ok = strlen(c->system_prompt) == len ? json_stringn(c->system_prompt, len) : NULL;
 	json_decref(ok);
 	if (!ok)
-		return sbx_error_set(err, -EINVAL, "policy agent: system_prompt_file %s: expected "
+		return sbx_error_set(err, -EINVAL, "system_prompt_file %s: expected "
 				     "UTF-8 text", f);
 	c->system_prompt_from = xstrdup(f);
 	return 0;
@@ -151,12 +151,12 @@ static int load_base(struct policy_cfg *c, const char *const *args, sbx_error **
 	if (!b || !*b)
 		b = "https://api.deepseek.com";
 	if (strncmp(b, "http://", 7) && strncmp(b, "https://", 8))
-		return bad(err, "api_base", b, "an http:// or https:// URL");
+		return sbx_error_set(err, -EINVAL, "api_base: expected an http:// or https:// URL");
 	const char *host = strstr(b, "://") + 3;
 	size_t hl = strcspn(host, "/?#");
 	/* A key in the URL would surface in every record and message. */
 	if (memchr(host, '@', hl))
-		return sbx_error_set(err, -EINVAL, "policy agent: api_base embeds credentials; give "
+		return sbx_error_set(err, -EINVAL, "api_base embeds credentials; give "
 				     "the key in POLICY_API_KEY_FILE instead");
 	c->api_base = xstrdup(b);
 	size_t n = strlen(c->api_base);
@@ -179,7 +179,7 @@ int sbx__policy_cfg_load(struct policy_cfg *c, const char *const *args, sbx_erro
 		for (size_t k = 0; keys[k] && !known; k++)
 			known = strlen(keys[k]) == kl && !strncmp(keys[k], args[i], kl);
 		if (!known)
-			return sbx_error_set(err, -EINVAL, "policy agent: unknown agent arg \"%.*s\" "
+			return sbx_error_set(err, -EINVAL, "unknown agent arg \"%.*s\" "
 					     "(known: api_base, model, temperature, max_tokens, "
 					     "max_turns, obs_cap, tool_mode, stream, system_prompt_file, "
 					     "extra_body, command_timeout, request_timeout, max_retries, "

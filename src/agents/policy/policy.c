@@ -39,9 +39,22 @@ struct loop {
 	int exit_code;
 };
 
+/* A message; text that is not UTF-8 (an instruction file can hold
+ * anything) goes with its other bytes as '?', never dropped. */
 static json_t *msg(const char *role, const char *content)
 {
-	return json_pack("{s:s, s:s}", "role", role, "content", content);
+	json_t *c = json_string(content);
+	if (!c) {
+		_cleanup_free_ char *t = xstrdup(content);
+		for (char *p = t; *p; p++)
+			if ((unsigned char)*p >= 0x80)
+				*p = '?';
+		c = json_string(t);
+	}
+	json_t *m = json_object();
+	json_object_set_new(m, "role", json_string(role));
+	json_object_set_new(m, "content", c);
+	return m;
 }
 
 static json_t *tools(void)
@@ -131,8 +144,7 @@ static int tool_calls(struct loop *l, json_t *m, sbx_error **err)
 		sbx_observation o = { 0 };
 		_cleanup_free_ char *note = NULL;
 		if (!name || strcmp(name, "bash"))
-			note = xasprintf("error: unknown tool \"%.60s\"; the only tool is bash",
-					 name ? name : "");
+			note = xstrdup("error: unknown tool; the only tool is bash");
 		else if (!cmd || !*cmd)
 			note = xstrdup("error: the arguments must be a JSON object with a non-empty "
 				       "\"command\" string");
@@ -307,8 +319,8 @@ static int run(sbx_episode *ep, sbx_agent_outcome *out, sbx_error **err)
 	out->exit_code = l.exit_code;
 	out->timed_out = l.timed_out;
 	out->end_reason = xstrdup(l.end ? l.end : "error");
-	out->detail = xasprintf("%u turns, %u commands, end %s", l.turns, l.tool_calls,
-				out->end_reason);
+	out->detail = xasprintf("%u turn%s, %u command%s, end %s", l.turns, l.turns == 1 ? "" : "s",
+				l.tool_calls, l.tool_calls == 1 ? "" : "s", out->end_reason);
 	out->metrics_json = metrics(&l);
 	out->trajectory_json = trajectory(&l);
 	sbx__policy_cfg_free(&l.cfg);
