@@ -7,7 +7,9 @@
  * `=== pass N/N scored (0 errored) ===`, every record valid and free of the
  * fake key, `--replay` of the records all the same, ERR lines for a model
  * API that always fails and for a reply slower than the episode clock,
- * --samples with pass@k, and no-command episodes
+ * --samples with pass@k, every end reason and reply shape (length,
+ * max_turns, python, 1 MiB of output, fences, tool mode, SSE) giving valid
+ * records, and no-command episodes
  * scored 0 (not ERR). The tasks: all of them, or $SBX_EVAL_TASKS (A,B,...;
  * scripts/check.sh gives the ASan pass a few).
  */
@@ -294,6 +296,45 @@ Test(eval_policy, samples_give_pass_at_k_and_no_command_is_a_scored_0)
 	eval_check_records(j.path, 2, &key);
 	free(args);
 	eval_tmp_free(&j);
+}
+
+/* Every end reason and reply shape the policy agent has makes a record the
+ * checker accepts: the trajectory schema holds beyond the happy path. */
+Test(eval_policy, every_end_reason_and_reply_shape_gives_valid_records)
+{
+	const struct {
+		const char *args, *line, *in_record;
+	} cases[] = {
+		{ "--model length", "  [0] fix-permissions turns=1 reason=length ",
+		  "\"turns\":[]" /* the cut command never ran */ },
+		{ "--model forever --max-turns 2", "  [0] fix-permissions turns=2 reason=max_turns ",
+		  "\"command\":\"echo turn 1\"" },
+		{ "--model python", "reason=task_complete ", "python3" },
+		{ "--model big_output", "reason=task_complete ", "\"truncated\":true" },
+		{ "--model fences", "reason=task_complete ", "\"index\":1" },
+		{ "--model scripted --agent-arg tool_mode=1", "  [1] fix-permissions turns=2 "
+		  "reason=task_complete ", "\"role\":\"tool\"" },
+		{ "--model scripted --agent-arg stream=1", "  [1] fix-permissions turns=2 "
+		  "reason=task_complete ", "\"x_fake_turn\"" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct eval_tmp j = eval_tmp_file("jsonl");
+		char *args = NULL, *out;
+		cr_assert(asprintf(&args, "examples/tasks --tasks fix-permissions %s --out %s",
+				   cases[i].args, j.path) > 0);
+		int rc = eval(&out, NULL, args);
+		cr_assert_eq(rc, 0, "%s: %s", cases[i].args, out);
+		cr_assert_not_null(strstr(out, cases[i].line), "%s: '%s' missing in:\n%s", cases[i].args,
+				   cases[i].line, out);
+		free(out);
+		eval_check_records(j.path, 1, &key);
+		char *text = eval_slurp(j.path);
+		cr_assert_not_null(strstr(text, cases[i].in_record), "%s: '%s' not in the record:\n%.2000s",
+				   cases[i].args, cases[i].in_record, text);
+		free(text);
+		free(args);
+		eval_tmp_free(&j);
+	}
 }
 
 /* ---- e2b through `sbx serve` ---- */
