@@ -115,6 +115,31 @@ Test(eval, oracle_sweep_lines_passk_and_records)
 	eval_tmp_free(&k);
 }
 
+/* The progress bar is for a person: on a terminal only. */
+Test(eval, progress_bar_only_on_a_terminal)
+{
+	char *out, *args = NULL;
+	int rc = cli(&out, "eval tests/fixtures/tasks --tasks pass --agent oracle --samples 2");
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_assert_null(strstr(out, "\033["), "escape sequences without a terminal:\n%s", out);
+	free(out);
+	/* script(1) (bsdutils, essential in Debian) gives the CLI a terminal */
+	cr_assert(asprintf(&args, "cd '%s' && SBX_STATE_DIR='%s' SBX_IMAGE_DIR='%s' script -qec "
+			   "\"'%s/src/cli/sbx' eval tests/fixtures/tasks --tasks pass --agent oracle "
+			   "--samples 2\" /dev/null", getenv("SBX_SOURCE_ROOT"), sbx_runtime_state_dir(rt),
+			   sbx_runtime_image_dir(rt), getenv("SBX_BUILD_ROOT")) > 0);
+	FILE *p = popen(args, "r");
+	cr_assert_not_null(p);
+	out = eval_read_all(p);
+	int st = pclose(p);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+	cr_assert_not_null(strstr(out, "\r\033[Keval ["), "no progress bar on a terminal:\n%s", out);
+	cr_assert_not_null(strstr(out, "] 2/2"), "%s", out);
+	cr_assert_not_null(strstr(out, "=== pass 2/2 scored (0 errored) ==="), "%s", out);
+	free(out);
+	free(args);
+}
+
 Test(eval, json_summary)
 {
 	char *out;
