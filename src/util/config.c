@@ -103,6 +103,7 @@ const size_t sbx__n_knobs = sizeof(sbx__knobs) / sizeof(sbx__knobs[0]);
 const struct sbx_knob sbx__test_knobs[] = {
 	T("SBX_BUILD_ROOT", PATH, "tests", "(set by meson test)", "the build directory, to find sbx, the probe and helpers"),
 	T("SBX_E2B_EPISODES", INTEGER, "tests", "1000", "integration/e2b: episodes of the soak through the E2B provider"),
+	T("SBX_EVAL_TASKS", STRING, "tests", "(all)", "integration/eval_policy: the bundled tasks its sweeps run (A,B,...); scripts/check.sh gives the ASan pass a few"),
 	T("SBX_FUZZ_DEBUG", BOOLEAN, "tests", "(unset)", "fuzz harnesses: set to print the server fixture's log"),
 	T("SBX_KEEP_TMP", BOOLEAN, "tests", "(unset)", "integration/registry: set to keep the test's temporary directory"),
 	T("SBX_MUST_WORK", BOOLEAN, "tests", "0", "1 turns a skip for want of root, node or data into a failure (CI sets it)"),
