@@ -17,6 +17,8 @@
 #include "../server_int.h"
 
 #define DT_ORG_ID "sbx-local"
+#define DT_TTL_BACKSTOP_S 60                  /* the provider's TTL past the deadline */
+#define DT_NEVER_S (100.0 * 365 * 86400)      /* "no deadline" */
 #define DT_LOG_MAX (16u << 20)      /* a session command's stdout or stderr as returned */
 
 struct dt_session;
@@ -54,6 +56,21 @@ json_t *sbx__dt_json_body(struct srv_req *r);
 
 /* /api/sandbox[...]: seg are the segments after "api". */
 void sbx__dt_sandbox(struct srv_req *r, char **seg, size_t n);
+
+/* ---- record.c ------------------------------------------------------------ */
+
+/* A new Daytona part: defaults, or what the record's saved row says. */
+struct dt_ext *sbx__dt_ext_new(struct srv_sandbox *s);
+void sbx__dt_ext_free(void *ext);
+/* Its part of the state row (called under srv->lock; takes the ext's lk). */
+json_t *sbx__dt_ext_row(void *ext);
+/* Sets the record's deadline (and the provider's TTL) from the intervals. */
+void sbx__dt_apply_deadline(struct srv_sandbox *s);
+/* The Sandbox DTO; state NULL = the record's (started or stopped); full
+ * adds env and buildInfo (list items leave them out). */
+json_t *sbx__dt_dto(struct srv_req *r, struct srv_sandbox *s, const char *state, int full);
+/* http://<Host>/toolbox (a plain host[:port] only), else the loopback address. Owned. */
+char *sbx__dt_proxy_url(struct srv_req *r);
 /* A sandbox by id or name with a reference taken (NULL when unknown). */
 struct srv_sandbox *sbx__dt_find(struct server *srv, const char *id_or_name);
 /* The record's Daytona part, made with defaults for a sandbox the E2B API
