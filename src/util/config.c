@@ -65,6 +65,7 @@ const struct sbx_knob sbx__knobs[] = {
 	K("HARBOR_OVERRIDE_STORAGE_MB", INTEGER, "providers/daytona", "(the task's storage, else Daytona's default)", "disk of every Daytona sandbox in MiB (rounded up to GiB): keeps concurrency x disk under the org quota"),
 	K("SBX_DAYTONA_CREATE_TIMEOUT_S", DURATION, "providers/daytona", "300", "a Daytona sandbox not started this long after its create is deleted and the create retried"),
 	K("SBX_DAYTONA_DISK_QUOTA_GB", INTEGER, "providers/daytona", "30", "sbx doctor --backend daytona: the org's total disk quota (GiB) for the quota math"),
+	K("SBX_DAYTONA_EXEC", CHOICE, "providers/daytona", "session", "session: a session per exec, polled, stdout and stderr apart; execute: one process/execute call, stderr merged into stdout"),
 	K("SBX_DAYTONA_SANDBOXES", INTEGER, "providers/daytona", "(SBX_CREATE_CONCURRENCY)", "sbx doctor --backend daytona: how many sandboxes you run at once, for the quota math"),
 	/* server: sbx serve */
 	K("SBX_SERVE_DAYTONA_FAIL_CREATES", STRING, "server", "0", "sbx serve, tests only: answer the next N Daytona creates with the disk-quota error (400), or with 429 as N:429"),

@@ -67,6 +67,8 @@ int sbx__dtn_ctx_new(struct dtn_ctx **out, sbx_runtime *rt, sbx_error **err)
 	if (!cd || sbx__parse_duration(&d, cd) < 0 || d <= 0)
 		d = 300;
 	c->create_deadline_s = d;
+	const char *mode = sbx__env("SBX_DAYTONA_EXEC");
+	c->exec_execute = mode && strcmp(mode, "execute") == 0;
 	*out = c;
 	return 0;
 }

@@ -29,6 +29,7 @@ struct dtn_ctx {
 	char *org_id;    /* DAYTONA_ORGANIZATION_ID (JWT auth) or NULL */
 	char *key;       /* secret: Authorization: Bearer only, never logged */
 	double create_deadline_s; /* a create not `started` by then is deleted and retried */
+	int exec_execute;         /* SBX_DAYTONA_EXEC=execute: process/execute, streams merged */
 };
 
 /* A sandbox as the API reports it. */

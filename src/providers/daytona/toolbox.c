@@ -183,6 +183,55 @@ static int read_output(sbx_exec_result *out, struct dtn_sb *sb, const char *outf
 	return r;
 }
 
+/* process/execute: one call, stderr merged into stdout, the deadline kept by
+ * `timeout -s KILL N` inside and the server's timeout a little later (its
+ * 408 drops the output; the wrapper's kill keeps it). */
+static int exec_once(sbx_exec_result *out, struct dtn_sb *sb, const sbx_exec_opts *o, const char *inf,
+		     const char *pidf, sbx_error **err)
+{
+	_cleanup_free_ char *wrap = sbx__dtn_wrap(o, sb->user, sb->workdir, sb->env, inf, pidf);
+	_cleanup_free_ char *wq = sbx__dtn_shq(wrap);
+	unsigned t = o->timeout_s > 0 ? (unsigned)(o->timeout_s + 0.999) : 0;
+	_cleanup_free_ char *cmd = t ? xasprintf("timeout -s KILL %u /bin/sh -c %s 2>&1", t, wq)
+				     : xasprintf("/bin/sh -c %s 2>&1", wq);
+	json_t *body = json_pack("{s:s}", "command", cmd);
+	if (t)
+		json_object_set_new(body, "timeout", json_integer(t + 10));
+	json_t *j = NULL;
+	double t0 = now_mono();
+	sbx_error *e = NULL;
+	int r = tb_call(&j, sb, "POST", "/process/execute", body, "execute", &e);
+	json_decref(body);
+	if (r == -ETIMEDOUT && e && e->http_status == 408) {
+		sbx_error_free(e);
+		out->out = xstrdup("");
+		out->err = xstrdup("");
+		out->timed_out = 1, out->exit_code = 137, out->signal = 9;
+		return 0;
+	}
+	if (r < 0) {
+		if (err && !*err)
+			*err = steal_ptr(&e);
+		sbx_error_free(e);
+		return r;
+	}
+	size_t max = o->output_max ? o->output_max : (16u << 20);
+	const char *res = json_string_value(json_object_get(j, "result"));
+	size_t n = res ? strlen(res) : 0;
+	out->out = xstrndup(res ? res : "", n > max ? max : n);
+	out->out_len = strlen(out->out);
+	out->err = xstrdup("");
+	out->exit_code = (int)json_integer_value(json_object_get(j, "exitCode"));
+	json_decref(j);
+	if (t && (out->exit_code == 137 || out->exit_code == 124) && now_mono() - t0 >= o->timeout_s) {
+		out->timed_out = 1, out->exit_code = 137, out->signal = 9;
+		kill_tree(sb, pidf); /* what timeout's KILL of the shell left running */
+	}
+	if (o->on_output && out->out_len)
+		o->on_output(1, out->out, out->out_len, o->payload);
+	return 0;
+}
+
 int sbx__dtn_exec(sbx_exec_result *out, struct dtn_sb *sb, const sbx_exec_opts *o, sbx_error **err)
 {
 	memset(out, 0, sizeof(*out));
@@ -201,6 +250,12 @@ int sbx__dtn_exec(sbx_exec_result *out, struct dtn_sb *sb, const sbx_exec_opts *
 		r = sbx__dtn_write(sb, inf, o->stdin_data, o->stdin_len, 0600, err);
 		if (r < 0)
 			return r;
+	}
+	if (sb->ctx->exec_execute) {
+		r = exec_once(out, sb, o, inf, pidf, err);
+		_cleanup_free_ char *rm = xasprintf("rm -f %s %s", pidf, inf ? inf : "");
+		tb_sh(sb, rm, NULL);
+		return r;
 	}
 	json_t *sb_body = json_pack("{s:s}", "sessionId", sid);
 	r = tb_call(NULL, sb, "POST", "/process/session", sb_body, "create session", err);
