@@ -210,7 +210,7 @@ static struct sbx_ref create_sb(const char *body, int v2)
 	struct sbx_ref s;
 	snprintf(s.id, sizeof(s.id), "%s", json_string_value(json_object_get(j, "sandboxID")));
 	snprintf(s.token, sizeof(s.token), "%s", json_string_value(json_object_get(j, "envdAccessToken")));
-	cr_assert_str_eq(json_string_value(json_object_get(j, "envdVersion")), "0.5.7");
+	cr_assert_str_eq(json_string_value(json_object_get(j, "envdVersion")), "0.6.13");
 	json_decref(j);
 	free(r.body);
 	return s;
