@@ -8,7 +8,9 @@
  * group (sub-groups included; a process's cutime/cstime carries the
  * children it reaped, so nothing is counted twice), memory.usage_in_bytes
  * and total_cache. Disk: the referenced bytes and limit of its writable
- * layer's btrfs qgroup; for an in-memory layer, statfs of the sandbox root.
+ * layer's btrfs qgroup (btrfs counts at transaction commit, so writes show
+ * up to a commit interval late; no sync is forced, which would flush every
+ * sandbox's layer); for an in-memory layer, statfs of the sandbox root.
  */
 #include <dirent.h>
 #include <errno.h>
