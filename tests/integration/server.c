@@ -474,9 +474,24 @@ Test(server, control_plane)
 	r = api("GET", p, NULL);
 	cr_assert(strstr(r.body, "\"state\":\"paused\""));
 	free(r.body);
+	/* a paused sandbox's envd is unreachable, /health included (E2B) */
+	char idh[80], tokh[128];
+	snprintf(idh, sizeof(idh), "E2b-Sandbox-Id: %s", a.id);
+	snprintf(tokh, sizeof(tokh), "X-Access-Token: %s", a.token);
+	const char *hh[] = { idh, tokh, NULL };
+	r = req("GET", "/health", hh, NULL, 0, 0, 0);
+	cr_assert_eq(r.status, 502, "health of a paused sandbox: %ld", r.status);
+	free(r.body);
+	const char *th[] = { tokh, NULL }; /* SDKs before 2.14.1: the token alone */
+	r = req("GET", "/health", th, NULL, 0, 0, 0);
+	cr_assert_eq(r.status, 502, "health (token only) of a paused sandbox: %ld", r.status);
+	free(r.body);
 	snprintf(p, sizeof(p), "/v2/sandboxes/%s/connect", a.id);
 	r = api("POST", p, "{}");
 	cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+	free(r.body);
+	r = req("GET", "/health", hh, NULL, 0, 0, 0);
+	cr_assert_eq(r.status, 204, "health after connect: %ld", r.status);
 	free(r.body);
 	x = run_cmd(&a, "echo alive", NULL);
 	cr_assert_str_eq(x.out, "alive\n");
@@ -712,6 +727,10 @@ Test(server, filesystem_and_files)
 	free(r.body);
 	r = envd(&a, "/filesystem.Filesystem/Remove", "{\"path\":\"/tmp/d1\"}", 0, NULL, 0);
 	cr_assert_eq(r.status, 200);
+	free(r.body);
+	/* removing what is not there succeeds, as envd's os.RemoveAll */
+	r = envd(&a, "/filesystem.Filesystem/Remove", "{\"path\":\"/tmp/never/there\"}", 0, NULL, 0);
+	cr_assert_eq(r.status, 200, "remove of a missing path: %ld %s", r.status, r.body);
 	free(r.body);
 	r = envd(&a, "/filesystem.Filesystem/Stat", "{\"path\":\"/tmp/d1\"}", 0, NULL, 0);
 	cr_assert_eq(r.status, 404);
