@@ -113,8 +113,9 @@ static json_t *entry(const char *path, json_t *meta)
 
 #define META_HEADER "X-Metadata-"
 
-/* X-Metadata-<key>: <value> request headers (envd 0.6.2 file metadata).
- * Header names arrive lowercased by fetch, so keys are lowercase. */
+/* X-Metadata-<key>: <value> request headers (envd 0.6.2 file metadata),
+ * as envd reads them: keys lowercased, an empty key dropped, the first of
+ * repeated headers kept. */
 static enum MHD_Result collect_meta(void *ctx, enum MHD_ValueKind kind, const char *k, const char *v)
 {
 	(void)kind;
@@ -123,7 +124,8 @@ static enum MHD_Result collect_meta(void *ctx, enum MHD_ValueKind kind, const ch
 	char *key = xstrdup(k + strlen(META_HEADER));
 	for (char *c = key; *c; c++)
 		*c = (char)tolower((unsigned char)*c);
-	json_object_set_new(ctx, key, json_string(v ? v : ""));
+	if (!json_object_get(ctx, key))
+		json_object_set_new(ctx, key, json_string(v ? v : ""));
 	free(key);
 	return MHD_YES;
 }

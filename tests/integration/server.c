@@ -703,6 +703,24 @@ Test(server, filesystem_and_files)
 	r = req("POST", "/files?path=/tmp/raw.bin", oh, "\x01\x02\x00\x03", 4, 1, 0);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	free(r.body);
+	/* file metadata (envd 0.6.2) as envd reads it: keys lowercased, empty
+	 * keys dropped, the first of repeated headers kept; user.* xattrs */
+	const char *xh[] = { idh, tokh, "Content-Type: application/octet-stream", "X-Metadata-Author: mish",
+			     "x-metadata-PURPOSE: up", "X-Metadata-Author: second", "X-Metadata-: none", NULL };
+	r = req("POST", "/files?path=/tmp/meta.bin", xh, "m", 1, 1, 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert(strstr(r.body, "\"metadata\":{\"author\":\"mish\",\"purpose\":\"up\"}"), "%s", r.body);
+	free(r.body);
+	r = envd(&a, "/filesystem.Filesystem/Stat", "{\"path\":\"/tmp/meta.bin\"}", 0, NULL, 0);
+	cr_assert(strstr(r.body, "\"author\":\"mish\"") && strstr(r.body, "\"purpose\":\"up\""), "%s", r.body);
+	free(r.body);
+	/* a relative symlink's target, absolute and resolved, with its type */
+	struct run ln = run_cmd(&a, "mkdir -p /tmp/l/d && ln -s ../../raw.bin /tmp/l/d/up && ln -s d/up /tmp/l/chain", NULL);
+	cr_assert_eq(ln.exit_code, 0, "%s", ln.err);
+	r = envd(&a, "/filesystem.Filesystem/Stat", "{\"path\":\"/tmp/l/chain\"}", 0, NULL, 0);
+	cr_assert(strstr(r.body, "\"symlinkTarget\":\"/tmp/raw.bin\"") && strstr(r.body, "FILE_TYPE_FILE") &&
+		  strstr(r.body, "\"permissions\":\"Lrwxrwxrwx\""), "%s", r.body);
+	free(r.body);
 	/* filesystem RPCs */
 	r = envd(&a, "/filesystem.Filesystem/Stat", "{\"path\":\"/tmp/raw.bin\"}", 0, NULL, 0);
 	cr_assert_eq(r.status, 200);
