@@ -446,8 +446,8 @@ async function main() {
   await check('stdin streaming (delivered while the process runs)', async () => {
     let out = '';
     // A reader that read(2)s its stdin. (busybox cat, the test image's cat,
-    // copies with sendfile(2), which inside the sandbox waits on a socket
-    // stdin until it closes: docs/server.md, "Differences".)
+    // passes nothing on until stdin closes inside a sandbox: a known gap,
+    // docs/server.md, "Processes and E2B's lifecycle".)
     const h = await sbx.commands.run('while IFS= read -r l; do echo "$l"; done', { background: true, stdin: true, onStdout: (d) => (out += d) });
     await sbx.commands.sendStdin(h.pid, 'ping\n');
     await waitFor(() => out === 'ping\n', 15_000, 'the first line echoed before stdin closes');
