@@ -129,6 +129,22 @@ int sbx_sandbox_pause(sbx_sandbox *sb, sbx_error **err);
 /** Thaws it. @return 0, -EALREADY (not paused). */
 int sbx_sandbox_resume(sbx_sandbox *sb, sbx_error **err);
 
+/* ---- resource use ----------------------------------------------------------- */
+
+/** What a sandbox uses now, as its provider measures it (local: its cgroups
+ *  and its writable layer). */
+typedef struct sbx_stats {
+	double cpu_s;                          /**< CPU time used by everything in it, seconds */
+	unsigned long long mem_bytes;          /**< memory charged to it, page cache included */
+	unsigned long long mem_cache_bytes;    /**< of which page cache */
+	unsigned long long disk_bytes;         /**< bytes its writable layer holds */
+	unsigned long long disk_total_bytes;   /**< what that layer may grow to; 0 = unknown */
+} sbx_stats;
+
+/** Samples a sandbox's resource use (also while paused; never waits on it).
+ *  @return 0, -ENOSYS (the provider cannot say). */
+int sbx_sandbox_stats(sbx_stats *out, sbx_sandbox *sb, sbx_error **err);
+
 #ifdef __cplusplus
 }
 #endif

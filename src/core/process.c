@@ -234,6 +234,12 @@ int sbx_sandbox_resume(sbx_sandbox *sb, sbx_error **err)
 	FS_CALL(resume, "resume", sbx__sandbox_impl(sb), err);
 }
 
+int sbx_sandbox_stats(sbx_stats *out, sbx_sandbox *sb, sbx_error **err)
+{
+	memset(out, 0, sizeof(*out));
+	FS_CALL(stats, "stats", out, sbx__sandbox_impl(sb), err);
+}
+
 void sbx_file_info_clear(sbx_file_info *f)
 {
 	if (!f)

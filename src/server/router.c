@@ -54,6 +54,21 @@ static int files_signed(struct srv_req *r, struct srv_sandbox *s)
 				     sbx__srv_query(r, "signature_expiration"));
 }
 
+/* The sandbox whose token signed this /files URL (a reference), or NULL. */
+static struct srv_sandbox *by_signature(struct srv_req *r)
+{
+	size_t n;
+	struct srv_sandbox **v = sbx__srv_sandbox_all(r->srv, &n), *found = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (!found && files_signed(r, v[i]))
+			found = v[i];
+		else
+			sbx__srv_sandbox_put(r->srv, v[i]);
+	}
+	free(v);
+	return found;
+}
+
 /* Data plane, from the headers alone: the sandbox and whether the caller
  * may use it. 1 with r->sb taken, 0 after replying. */
 static int authorize_data(struct srv_req *r, const char *sid)
@@ -75,6 +90,14 @@ static int authorize_data(struct srv_req *r, const char *sid)
 		}
 	} else {
 		s = token ? sbx__srv_sandbox_by_token(r->srv, token) : NULL;
+		/* A signed URL (downloadUrl/uploadUrl) carries neither header: the
+		 * sandbox is the one whose token signed it. */
+		if (!s && !token && strcmp(r->url, "/files") == 0 && sbx__srv_query(r, "signature"))
+			s = by_signature(r);
+		if (!s && !token && strcmp(r->url, "/files") == 0 && sbx__srv_query(r, "signature")) {
+			sbx__srv_reply_error(r, 401, "invalid or expired signature");
+			return 0;
+		}
 		if (!s) {
 			unauthorized(r, rpc, token ? "invalid access token" : "missing X-Access-Token");
 			return 0;
@@ -110,7 +133,9 @@ int sbx__srv_authorize(struct srv_req *r)
 static void data_plane(struct srv_req *r, struct srv_sandbox *s)
 {
 	int is_health = strcmp(r->url, "/health") == 0;
-	if (s->paused && !is_health)
+	/* As on E2B, a paused sandbox's envd is unreachable, /health included
+	 * (the SDK's isRunning() is false), until resume or connect. */
+	if (s->paused)
 		sbx__srv_reply_error(r, 502, "sandbox %s is paused", s->id);
 	else if (is_health)
 		sbx__srv_reply_empty(r, 204);
@@ -172,8 +197,9 @@ void sbx__srv_route(struct srv_req *r)
 		 * reads as "not running"), not for the server. */
 		const char *token = sbx__srv_header(r, "X-Access-Token");
 		struct srv_sandbox *sb = token ? sbx__srv_sandbox_by_token(r->srv, token) : NULL;
-		if (token && !sb) {
+		if ((token && !sb) || (sb && sb->paused)) {
 			sbx__srv_reply_error(r, 502, "no running sandbox has this access token");
+			sbx__srv_sandbox_put(r->srv, sb);
 			return;
 		}
 		if (sb)

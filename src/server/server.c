@@ -179,6 +179,25 @@ static void reap_dead(struct server *srv)
 	sbx_sandbox_info_free(v, n);
 }
 
+/* autoPause (lifecycle onTimeout "pause"): the deadline pauses the
+ * sandbox; 1 when it is paused now (else it is killed as usual). */
+static int timeout_pause(struct server *srv, struct srv_sandbox *s)
+{
+	sbx_error *e = NULL;
+	int rc = sbx__srv_op_begin(s, &e);
+	if (rc == 0) {
+		rc = sbx__srv_sandbox_pause(s, &e);
+		sbx__srv_op_end(s);
+	}
+	if (rc < 0 && rc != -EALREADY && rc != -EBUSY)
+		SBX_LOGW("serve: auto-pause %s: %s", s->id, e ? e->msg : "?");
+	else
+		SBX_LOGI("serve: sandbox %s paused at its timeout", s->id);
+	sbx_error_free(e);
+	(void)srv;
+	return rc == 0 || rc == -EALREADY || rc == -EBUSY;
+}
+
 static void *timer_main(void *arg)
 {
 	struct server *srv = arg;
@@ -207,7 +226,8 @@ static void *timer_main(void *arg)
 		}
 		pthread_mutex_unlock(&srv->lock);
 		for (size_t i = 0; i < ne; i++) {
-			sbx__srv_sandbox_kill(srv, expired[i], "timeout");
+			if (!expired[i]->auto_pause || !timeout_pause(srv, expired[i]))
+				sbx__srv_sandbox_kill(srv, expired[i], "timeout");
 			sbx__srv_sandbox_put(srv, expired[i]);
 		}
 		if (sbx__now_mono() - last_reap > 5) {

@@ -23,7 +23,9 @@
 #include "../util/buf.h"
 #include "serve.h"
 
-#define SRV_ENVD_VERSION "0.5.7"
+/* envd's version today: the SDK gates file metadata (0.6.2), watch-event
+ * entries (0.6.3) and network-mount watching (0.6.4) on it. */
+#define SRV_ENVD_VERSION "0.6.13"
 #define SRV_CLIENT_ID "6532622b"
 #define SRV_JSON_MAX (1u << 20)         /* control-plane and RPC bodies */
 #define SRV_UPLOAD_MAX (512u << 20)     /* /files uploads and template file tars (streamed) */
@@ -53,6 +55,7 @@ struct srv_proc {
 	struct srv_sub *subs;        /* live streams attached to the output */
 	int exited;                  /* status valid */
 	int status, timed_out;
+	int sandbox_gone;            /* it ended because its sandbox was killed */
 	int refs;                    /* guarded by lk */
 	int in_table;                /* guarded by owner->plock */
 	struct srv_proc *next;       /* owner's list */
@@ -74,6 +77,8 @@ struct srv_sandbox {
 	json_t *env_vars;            /* object */
 	double started_at, end_at;   /* unix seconds */
 	int paused;
+	int auto_pause;              /* autoPause: the deadline pauses instead of killing */
+	double stat_t, stat_cpu_s;   /* the previous metrics sample (cpuUsedPct) */
 	int allow_internet;
 	char *user;                  /* image default user or NULL (root) */
 	char *workdir;               /* image WorkingDir or NULL */
@@ -267,6 +272,22 @@ json_t *sbx__srv_sandbox_to_row(const struct srv_sandbox *s);
 /* ---- control.c / templates.c -------------------------------------------- */
 
 void sbx__srv_control(struct srv_req *r, char **seg, size_t nseg);
+/* A sandbox as JSON: detail < 0 create/connect (Sandbox), 0 ListedSandbox,
+ * > 0 SandboxDetail. */
+json_t *sbx__srv_sandbox_json(struct server *srv, struct srv_sandbox *s, int detail);
+/* Pauses s as POST /pause does (the caller holds an op reference): 0,
+ * -EALREADY when paused, -EBUSY while a pause or resume is under way. */
+int sbx__srv_sandbox_pause(struct srv_sandbox *s, sbx_error **err);
+/* The CPUs, memory and disk a sandbox of this server is held to (what is
+ * enforced; "no limit" as this host's size). */
+void sbx__srv_sandbox_limits(const struct server *srv, const struct srv_sandbox *s, long *cpus,
+			     long long *mem_mb, long long *disk_mb);
+/* GET /sandboxes/{id}/metrics (sandbox_metrics.c). */
+void sbx__srv_metrics_sandbox(struct srv_req *r, struct srv_sandbox *s);
+/* GET /sandboxes, /v2/sandboxes (listing.c). */
+void sbx__srv_list(struct srv_req *r, int v2);
+/* RFC 3339 (Z or +hh:mm, optional fraction) to unix seconds; 0 or -EINVAL. */
+int sbx__srv_parse_rfc3339(double *out, const char *s);
 void sbx__srv_templates(struct srv_req *r, char **seg, size_t nseg);
 /* PUT /templates/{id}/files/{hash}: streams the body into a private file. */
 void sbx__srv_template_files_begin(struct srv_req *r, const char *hash);
@@ -310,7 +331,13 @@ void sbx__srv_procs_release(struct srv_sandbox *s);
 char *sbx__srv_user_home(struct srv_sandbox *s, const char *user);
 /* Resolves a path against the user's home; owned. */
 char *sbx__srv_resolve_path(struct srv_sandbox *s, const char *user, const char *path);
-json_t *sbx__srv_entry_info(const sbx_file_info *f);
+/* envd's EntryInfo of f (entry_info.c): symlinks resolved to absolute
+ * targets inside the sandbox, user.* xattrs as metadata. */
+json_t *sbx__srv_entry_info(struct srv_sandbox *s, const sbx_file_info *f);
+/* user.* extended attributes of an fd (O_PATH works) as a JSON object. */
+json_t *sbx__srv_xattr_metadata(int fd);
+/* Sets user.<key> for each string of meta; 0 or -errno. */
+int sbx__srv_xattr_set_metadata(int fd, json_t *meta);
 
 /* ---- multipart.c --------------------------------------------------------- */
 

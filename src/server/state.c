@@ -55,10 +55,11 @@ void sbx__srv_state_close(struct server *srv)
 
 json_t *sbx__srv_sandbox_to_row(const struct srv_sandbox *s)
 {
-	return json_pack("{s:s,s:s,s:s?,s:s,s:O,s:O,s:f,s:f,s:b,s:b,s:s?,s:s?}", "id", s->id, "templateID",
+	return json_pack("{s:s,s:s,s:s?,s:s,s:O,s:O,s:f,s:f,s:b,s:b,s:b,s:s?,s:s?}", "id", s->id, "templateID",
 			 s->template_id, "alias", s->alias, "token", s->token, "metadata", s->metadata, "envVars",
 			 s->env_vars, "startedAt", s->started_at, "endAt", s->end_at, "paused", s->paused,
-			 "allowInternet", s->allow_internet, "user", s->user, "workdir", s->workdir);
+			 "autoPause", s->auto_pause, "allowInternet", s->allow_internet, "user", s->user, "workdir",
+			 s->workdir);
 }
 
 static void exec_stmt(struct server *srv, const char *sql, const char *a, const char *b)
@@ -124,6 +125,7 @@ static struct srv_sandbox *from_row(const char *id, const char *data)
 	s->started_at = json_real_value(json_object_get(o, "startedAt"));
 	s->end_at = json_real_value(json_object_get(o, "endAt"));
 	s->paused = json_is_true(json_object_get(o, "paused"));
+	s->auto_pause = json_is_true(json_object_get(o, "autoPause"));
 	s->allow_internet = json_is_true(json_object_get(o, "allowInternet"));
 	s->user = jstr(o, "user");
 	s->workdir = jstr(o, "workdir");

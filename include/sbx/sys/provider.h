@@ -222,6 +222,8 @@ typedef struct sbx_provider_ops {
 	unsigned features;
 	/** Optional: the limits OPTS gets (see sbx_sandbox_limits()), defaults filled in. */
 	int (*limits)(sbx_limits *out, void *ctx, const sbx_sandbox_opts *opts, sbx_error **err);
+	/** Optional: resource use now (see sbx_sandbox_stats()); must not block on the sandbox. */
+	int (*stats)(sbx_stats *out, void *sb, sbx_error **err);
 } sbx_provider_ops;
 
 

@@ -668,4 +668,5 @@ const sbx_provider_ops sbx_provider_local = {
 	.resume = l_resume,
 	.features = SBX_PROVIDER_TTY,
 	.limits = sbx__local_limits,
+	.stats = sbx__local_stats,
 };
