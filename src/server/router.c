@@ -16,6 +16,7 @@
 #include "../util/alloc.h"
 #include "../util/cleanup.h"
 #include "../util/str.h"
+#include "daytona/daytona.h"
 #include "server_int.h"
 
 #define ENVD_PORT "49983"
@@ -117,6 +118,8 @@ static int authorize_data(struct srv_req *r, const char *sid)
 
 int sbx__srv_authorize(struct srv_req *r)
 {
+	if (sbx__dt_match(r->url))
+		return sbx__dt_authorize(r); /* the Daytona API: Bearer */
 	const char *sid = sbx__srv_header(r, "E2b-Sandbox-Id");
 	if (sid || is_rpc(r->url) || strcmp(r->url, "/files") == 0)
 		return authorize_data(r, sid);
@@ -167,12 +170,16 @@ static const char *template_files_hash(const char *url)
 
 int sbx__srv_is_upload(const char *method, const char *url)
 {
-	return (strcmp(method, "POST") == 0 && strcmp(url, "/files") == 0) ||
+	return sbx__dt_is_upload(method, url) || (strcmp(method, "POST") == 0 && strcmp(url, "/files") == 0) ||
 	       (strcmp(method, "PUT") == 0 && template_files_hash(url));
 }
 
 void sbx__srv_route_begin(struct srv_req *r)
 {
+	if (sbx__dt_match(r->url)) {
+		sbx__dt_route_begin(r);
+		return;
+	}
 	if (r->sb) {
 		/* a paused sandbox is answered 502 at the end; its body is dropped */
 		if (strcmp(r->url, "/files") == 0 && !r->sb->paused)
@@ -187,6 +194,10 @@ void sbx__srv_route_begin(struct srv_req *r)
 /* After sbx__srv_authorize() let the request through and its body is in. */
 void sbx__srv_route(struct srv_req *r)
 {
+	if (sbx__dt_match(r->url)) {
+		sbx__dt_route(r);
+		return;
+	}
 	if (r->sb) {
 		data_plane(r, r->sb);
 		return;

@@ -45,6 +45,9 @@ static void sandbox_free(struct srv_sandbox *s)
 	if (s->finish_pending && s->sb)
 		sbx_sandbox_destroy(s->sb, NULL);
 	sbx_sandbox_free(s->sb);
+	if (s->ext_free)
+		s->ext_free(s->ext);
+	json_decref(s->ext_saved);
 	json_decref(s->metadata);
 	json_decref(s->env_vars);
 	free(s->template_id);

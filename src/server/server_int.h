@@ -91,6 +91,10 @@ struct srv_sandbox {
 	int dead;                    /* removed from the table; no new calls */
 	int finish_pending;          /* killed by id while calls were in flight */
 	int transition;              /* a pause or resume is under way */
+	void *ext;                   /* the Daytona API's part (daytona/), set under srv->lock */
+	void (*ext_free)(void *ext); /* runs when the record is freed */
+	json_t *(*ext_row)(void *ext); /* its part of the state row (called under srv->lock) */
+	json_t *ext_saved;           /* the row's "ext" as loaded, until ext is rebuilt from it */
 };
 
 struct srv_metrics {

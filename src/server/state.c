@@ -55,11 +55,17 @@ void sbx__srv_state_close(struct server *srv)
 
 json_t *sbx__srv_sandbox_to_row(const struct srv_sandbox *s)
 {
-	return json_pack("{s:s,s:s,s:s?,s:s,s:O,s:O,s:f,s:f,s:b,s:b,s:b,s:s?,s:s?}", "id", s->id, "templateID",
-			 s->template_id, "alias", s->alias, "token", s->token, "metadata", s->metadata, "envVars",
-			 s->env_vars, "startedAt", s->started_at, "endAt", s->end_at, "paused", s->paused,
-			 "autoPause", s->auto_pause, "allowInternet", s->allow_internet, "user", s->user, "workdir",
-			 s->workdir);
+	json_t *row = json_pack("{s:s,s:s,s:s?,s:s,s:O,s:O,s:f,s:f,s:b,s:b,s:b,s:s?,s:s?}", "id", s->id, "templateID",
+				s->template_id, "alias", s->alias, "token", s->token, "metadata", s->metadata,
+				"envVars", s->env_vars, "startedAt", s->started_at, "endAt", s->end_at, "paused",
+				s->paused, "autoPause", s->auto_pause, "allowInternet", s->allow_internet, "user",
+				s->user, "workdir", s->workdir);
+	/* what another API keeps about the sandbox (the Daytona API's name, intervals) */
+	if (s->ext && s->ext_row)
+		json_object_set_new(row, "ext", s->ext_row(s->ext));
+	else if (s->ext_saved)
+		json_object_set(row, "ext", s->ext_saved);
+	return row;
 }
 
 static void exec_stmt(struct server *srv, const char *sql, const char *a, const char *b)
@@ -129,6 +135,7 @@ static struct srv_sandbox *from_row(const char *id, const char *data)
 	s->allow_internet = json_is_true(json_object_get(o, "allowInternet"));
 	s->user = jstr(o, "user");
 	s->workdir = jstr(o, "workdir");
+	s->ext_saved = json_incref(json_object_get(o, "ext"));
 	json_decref(o);
 	return s;
 }
