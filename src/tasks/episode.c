@@ -10,6 +10,7 @@
  * (episode_int.h) so that a caller can drive the agent phase turn by turn.
  */
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -109,6 +110,7 @@ static int stage_resolve(sbx_episode *e)
 				      e->o.provider, &err);
 	}
 	if (r < 0) {
+		e->setup_rc = r;
 		set_status(e, SBX_EPISODE_ENV_ERROR, "resolve: %s", err ? err->msg : "failed");
 		stage_end(e, SBX_STAGE_RESOLVE, 0, err ? err->msg : NULL);
 		sbx_error_free(err);
@@ -156,6 +158,7 @@ static int stage_create(sbx_episode *e)
 			r = e->conn->prepare(e, &err);
 	}
 	if (r < 0) {
+		e->setup_rc = r;
 		if (r == -ETIMEDOUT && !e->sb)
 			set_status(e, SBX_EPISODE_TIME_LIMIT, "create: episode time limit reached");
 		else
@@ -173,7 +176,9 @@ static void begin_agent(sbx_episode *e)
 {
 	sbx_error *err = NULL;
 	stage_begin(e, SBX_STAGE_AGENT);
-	if (e->conn->agent_inputs(&e->in, e->t, &err) < 0) {
+	int r = e->conn->agent_inputs(&e->in, e->t, &err);
+	if (r < 0) {
+		e->setup_rc = r;
 		set_status(e, SBX_EPISODE_AGENT_ERROR, "%s: agent inputs: %s", e->agent->name,
 			   err ? err->msg : "failed");
 		stage_end(e, SBX_STAGE_AGENT, 0, e->res.detail);
@@ -198,6 +203,8 @@ void sbx__episode_end_agent(sbx_episode *e, sbx_agent_outcome *oc, int rc, const
 	e->agent_log = steal_ptr(&oc->log_path);
 	e->res.end_reason = steal_ptr(&oc->end_reason);
 	e->res.agent_metrics_json = steal_ptr(&oc->metrics_json);
+	free(e->agent_traj);
+	e->agent_traj = steal_ptr(&oc->trajectory_json);
 	if (rc < 0) {
 		set_status(e, SBX_EPISODE_AGENT_ERROR, "%s: %s", e->agent->name,
 			   err && err->msg ? err->msg : "failed");
@@ -403,6 +410,48 @@ int sbx__episode_start(sbx_episode **out, sbx_runtime *rt, const sbx_task *task,
 	int r = o.agent ? sbx_agent_lookup(&agent, o.agent, err) : 0;
 	if (r < 0)
 		return r;
+	return sbx__episode_start_as(out, rt, task, opts, agent, err);
+}
+
+/* agent_args are "key=value"; obs_cap is the core's own (the observation
+ * every turn returns), the rest are the agent's. */
+static int parse_agent_args(size_t *obs_cap, const char *const *args, sbx_error **err)
+{
+	*obs_cap = 4000;
+	for (size_t i = 0; args && args[i]; i++) {
+		const char *eq = strchr(args[i], '=');
+		if (!eq || eq == args[i])
+			return sbx_error_set(err, -EINVAL, "agent_args[%zu] \"%.60s\": expected "
+					     "key=value", i, args[i]);
+		if (strncmp(args[i], "obs_cap=", 8) == 0) {
+			uint64_t v;
+			if (sbx__parse_u64(&v, eq + 1) < 0 || v == 0 || v > (1u << 24))
+				return sbx_error_set(err, -EINVAL, "agent_args obs_cap \"%.40s\": "
+						     "expected characters, 1 to 16777216", eq + 1);
+			*obs_cap = (size_t)v;
+		}
+	}
+	return 0;
+}
+
+int sbx__episode_start_as(sbx_episode **out, sbx_runtime *rt, const sbx_task *task,
+			  const sbx_episode_opts *opts, const sbx_agent_ops *agent,
+			  sbx_error **err)
+{
+	*out = NULL;
+	sbx_episode_opts o = SBX_EPISODE_OPTS_INIT;
+	if (opts) {
+		if (opts->version != SBX_EPISODE_OPTS_VERSION)
+			return sbx_error_set(err, -EINVAL, "episode opts: unknown version %u",
+					     opts->version);
+		o = *opts;
+	}
+	if (!rt || !task || !agent)
+		return sbx_error_set(err, -EINVAL, "episode: runtime, task and agent are required");
+	size_t obs_cap;
+	int r = parse_agent_args(&obs_cap, o.agent_args, err);
+	if (r < 0)
+		return r;
 	if (o.max_episode_s <= 0)
 		o.max_episode_s = sbx__episode_default_max_s();
 	sbx_episode *e = xcalloc(1, sizeof(*e));
@@ -418,6 +467,7 @@ int sbx__episode_start(sbx_episode **out, sbx_runtime *rt, const sbx_task *task,
 	e->res.agent_exit_code = -1;
 	e->res.verifier_exit_code = -1;
 	e->last_exit_code = -1;
+	e->obs_cap = obs_cap;
 	if (stage_resolve(e) == 0 && stage_create(e) == 0)
 		begin_agent(e);
 	*out = e;
@@ -445,6 +495,7 @@ void sbx__episode_finish(sbx_episode *e, sbx_episode_result *out)
 	conclude(e);
 	if (e->conn->record)
 		e->res.extra_json = e->conn->record(e);
+	e->res.trajectory_json = sbx__episode_trajectory(e);
 	e->res.total_seconds = sbx__now_mono() - e->t0;
 	write_result(e);
 	e->phase = SBX__PHASE_DONE;
@@ -464,6 +515,8 @@ void sbx__episode_free(sbx_episode *e)
 	sbx__agent_inputs_free(&e->in);
 	sbx__verdict_free(&e->verdict);
 	free(e->agent_log);
+	free(e->agent_traj);
+	json_decref(e->turns);
 	free(e);
 }
 

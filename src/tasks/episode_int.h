@@ -46,6 +46,11 @@ struct sbx_episode {
 	sbx_verdict verdict;
 	int verdict_read;             /* verdict.kind is REWARD or NO_REWARD */
 	char *agent_log;              /* sandbox path of the agent's log, or NULL */
+	int setup_rc;                 /* the code of a failed resolve/create/inputs, else 0 */
+	size_t obs_cap;               /* observation cap in characters (agent arg obs_cap) */
+	struct json_t *turns;         /* the turns played (turns.c), an array, or NULL */
+	char *agent_traj;             /* the agent's own trajectory part (JSON object), or NULL */
+	int turns_done;               /* a limit cut a turn: further turns are -ETIMEDOUT */
 };
 
 /*
@@ -58,6 +63,20 @@ struct sbx_episode {
  */
 int sbx__episode_start(sbx_episode **out, sbx_runtime *rt, const sbx_task *task,
 		       const sbx_episode_opts *opts, sbx_error **err);
+
+/* sbx__episode_start with the agent given (the turn API's caller-as-agent)
+ * instead of looked up from opts->agent. */
+int sbx__episode_start_as(sbx_episode **out, sbx_runtime *rt, const sbx_task *task,
+			  const sbx_episode_opts *opts, const sbx_agent_ops *agent,
+			  sbx_error **err);
+
+/* turns.c: the trajectory of the turns played merged with the agent's part,
+ * a JSON object text (owned), or NULL when there is neither. */
+char *sbx__episode_trajectory(const sbx_episode *e);
+
+/* turns.c: s[0..n) as valid UTF-8 (bad bytes and NUL become U+FFFD), at most
+ * cap characters; *truncated says whether characters were left out. Owned. */
+char *sbx__episode_text(const char *s, size_t n, size_t cap, int *truncated);
 
 /* Ends the agent phase with what the agent reported: rc < 0 is an
  * AgentError ("<agent>: <err msg>"). `oc` (may be NULL) is emptied: its

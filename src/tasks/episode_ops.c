@@ -37,6 +37,11 @@ const sbx_agent_inputs *sbx_episode_agent_inputs(const sbx_episode *ep)
 	return &ep->in;
 }
 
+const char *const *sbx_episode_agent_args(const sbx_episode *ep)
+{
+	return ep->o.agent_args;
+}
+
 double sbx_episode_remaining(const sbx_episode *ep)
 {
 	return ep->deadline - sbx__now_mono();

@@ -3,8 +3,8 @@
  * The episode result record as JSON: one compact object per episode, the line
  * format of `sbx golden --out FILE.jsonl` and of <logs>/result.json. The
  * schema is documented in docs/tasks.md; fields are only ever added. The
- * agent's end reason and metrics and the connector's extra fields appear
- * only when they were given.
+ * agent's end reason and metrics, the trajectory (turns played, an agent's
+ * messages) and the connector's extra fields appear only when they were given.
  */
 #include <jansson.h>
 #include <math.h>
@@ -80,6 +80,9 @@ char *sbx_episode_result_to_json(const sbx_episode_result *r)
 	json_t *metrics = r->agent_metrics_json ? json_loads(r->agent_metrics_json, 0, NULL) : NULL;
 	if (metrics)
 		json_object_set_new(o, "agent_metrics", metrics);
+	json_t *traj = r->trajectory_json ? json_loads(r->trajectory_json, 0, NULL) : NULL;
+	if (traj)
+		json_object_set_new(o, "trajectory", traj);
 	/* The connector's fields never replace the driver's. */
 	json_t *extra = r->extra_json ? json_loads(r->extra_json, 0, NULL) : NULL;
 	if (json_is_object(extra)) {

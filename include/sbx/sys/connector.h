@@ -173,6 +173,9 @@ sbx_runtime *sbx_episode_runtime(const sbx_episode *ep);
 sbx_sandbox *sbx_episode_sandbox(const sbx_episode *ep);
 /** The connector's agent inputs; valid from the agent phase on. */
 const sbx_agent_inputs *sbx_episode_agent_inputs(const sbx_episode *ep);
+/** The episode's agent settings (sbx_episode_opts.agent_args: "key=value",
+ *  NULL-terminated), or NULL. Borrowed. */
+const char *const *sbx_episode_agent_args(const sbx_episode *ep);
 /** Seconds left on the episode wall clock (may be <= 0). */
 double sbx_episode_remaining(const sbx_episode *ep);
 /** Seconds left for the agent: the agent limit or the episode clock, whichever is
