@@ -26,19 +26,6 @@ static const char *const action_fields[] = { "action_type", "command", "session_
 					      "wait_seconds", "file_path", "content", "metadata",
 					      "timeout_s", NULL };
 
-/* Weak: a build without the turn API links, and its sessions say so. */
-#pragma weak sbx_episode_begin
-#pragma weak sbx_episode_turn
-#pragma weak sbx_episode_end
-#pragma weak sbx_episode_abort
-#pragma weak sbx_observation_free
-
-int sbx__oe_episode_api(void)
-{
-	return sbx_episode_begin && sbx_episode_turn && sbx_episode_end && sbx_episode_abort &&
-	       sbx_observation_free;
-}
-
 static char *dump(json_t *j)
 {
 	char *s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII);
@@ -293,11 +280,6 @@ void sbx__oe_env_run_job(struct oe_server *s, struct oe_job *j)
 void sbx__oe_env_open(struct oe_conn *c)
 {
 	struct oe_server *s = c->srv;
-	if (!sbx__oe_episode_api()) {
-		send_error(c, "SESSION_ERROR", "this sbx was built without the turn-by-turn episode API");
-		sbx__oe_ws_close(c, OE_WS_CLOSE_INTERNAL, "no episode API");
-		return;
-	}
 	if (s->active_sessions >= s->cfg->max_sessions) {
 		_cleanup_free_ char *m = xasprintf("server at capacity: %u/%u sessions (--max-sessions)",
 						   s->active_sessions, s->cfg->max_sessions);

@@ -83,8 +83,6 @@ static void post_reset(struct oe_conn *c, const char *body, size_t len)
 		return;
 	if ((bad = sbx__oe_reset_args(c->srv, j, &task_id, &eid))) {
 		detail(c, 422, "task_id", bad + strlen("data."));
-	} else if (!sbx__oe_episode_api()) {
-		detail(c, 500, NULL, "this sbx was built without the turn-by-turn episode API");
 	} else {
 		struct oe_job *job = xcalloc(1, sizeof(*job));
 		job->kind = OE_JOB_HTTP_RESET;

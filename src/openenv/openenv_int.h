@@ -115,8 +115,6 @@ void sbx__oe_env_run_job(struct oe_server *s, struct oe_job *j);
 void sbx__oe_env_open(struct oe_conn *c);
 /* Frees what a session owns once no episode is left in it. */
 void sbx__oe_session_clear(struct oe_session *s);
-/* True when this build has the turn-by-turn episode API (sbx/episode.h). */
-int sbx__oe_episode_api(void);
 /* Validates a reset's data: NULL when fine, else what is wrong. */
 const char *sbx__oe_reset_args(struct oe_server *s, json_t *data, const char **task_id,
 			       const char **episode_id);
