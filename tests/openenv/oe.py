@@ -4,7 +4,9 @@ import base64
 import io
 import json
 import os
+import shlex
 import tarfile
+import tomllib
 
 import websockets
 
@@ -46,5 +48,8 @@ def oracle_commands(task_dir):
         cmds.append("printf %%s '%s' >> /tmp/.solution.b64" % b64[i:i + 65536])
     cmds.append("base64 -d /tmp/.solution.b64 | tar -xz -C /solution && rm /tmp/.solution.b64 "
                 "&& chmod +x /solution/solve.sh")
-    cmds.append("DEBIAN_FRONTEND=noninteractive /solution/solve.sh")
+    with open(os.path.join(task_dir, "task.toml"), "rb") as f:
+        env = tomllib.load(f).get("solution", {}).get("env", {})
+    assigns = " ".join("%s=%s" % (k, shlex.quote(os.path.expandvars(str(v)))) for k, v in env.items())
+    cmds.append("env DEBIAN_FRONTEND=noninteractive %s /solution/solve.sh" % assigns)
     return cmds
