@@ -13,6 +13,8 @@ build=(build-essential pkg-config meson ninja-build
 runtime=(busybox-static debootstrap iproute2 procps docker-registry skopeo apache2-utils btrfs-progs)
 bench=(bubblewrap crun)
 command -v node >/dev/null && command -v npm >/dev/null || runtime+=(nodejs npm) # tests/compat: the e2b npm SDK
+# tests/openenv: a Python OpenEnv client against `sbx openenv serve`
+runtime+=(python3 python3-pytest python3-websockets)
 
 want=("${build[@]}" "${runtime[@]}")
 case "${1:-}" in

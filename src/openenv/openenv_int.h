@@ -96,10 +96,10 @@ struct oe_server {
 	int stopping;
 	/* the worker pool */
 	pthread_mutex_t lk;
-	pthread_cond_t cv;
+	pthread_cond_t cv;           /* work for the workers */
+	pthread_cond_t gone;         /* a worker left */
 	struct oe_job *todo, *todo_tail, *done;
-	unsigned n_workers, idle_workers, jobs_in_flight;
-	pthread_t *workers;
+	unsigned n_todo, n_workers, idle_workers, peak_workers, jobs_in_flight;
 	int quit;
 };
 
@@ -126,13 +126,28 @@ char *sbx__oe_http_obs(const sbx_task *t, const char *action, const char *error)
 /* An error frame's text. EXTRA (may be NULL) is merged into data. */
 char *sbx__oe_error_frame(const char *code, const char *message, json_t *extra);
 
-/* loop.c: what env.c may call. */
+/* conn.c: one connection. */
+void sbx__oe_conn_new(struct oe_server *s, int fd);
+/* Reads what the socket has and handles every complete request or frame. */
+void sbx__oe_conn_readable(struct oe_conn *c);
+/* Handles what is buffered (after a job let the connection go on). */
+void sbx__oe_conn_process(struct oe_conn *c);
+void sbx__oe_conn_flush(struct oe_conn *c);
+/* Closes the socket; frees the record now, or after its job or the abort of
+ * its episode. */
+void sbx__oe_conn_close(struct oe_conn *c);
+/* Frees the records closed during this loop iteration. */
+void sbx__oe_conn_bury(struct oe_server *s);
+void sbx__oe_conn_frame(struct oe_conn *c, int opcode, const void *p, size_t n);
 void sbx__oe_send_text(struct oe_conn *c, const char *text);
 void sbx__oe_send_http(struct oe_conn *c, int status, const char *body);
 void sbx__oe_ws_close(struct oe_conn *c, int code, const char *reason);
-void sbx__oe_submit(struct oe_server *s, struct oe_job *j);
+/* An error frame, then the close handshake with CODE. */
+void sbx__oe_ws_fail(struct oe_conn *c, int code, const char *what);
 
 /* pool.c */
+void sbx__oe_submit(struct oe_server *s, struct oe_job *j);
+
 int sbx__oe_pool_start(struct oe_server *s, sbx_error **err);
 void sbx__oe_pool_stop(struct oe_server *s);
 /* Pops the finished jobs (a list, in no particular order). */

@@ -1,33 +1,42 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The worker pool of `sbx openenv serve`: threads are started on demand up
- * to cfg->workers, so idle sockets cost none; a finished job goes on the done
- * list and a write to the eventfd wakes the event loop.
+ * to cfg->workers and leave after OE_WORKER_IDLE_S without work, so idle
+ * sockets cost none; a finished job goes on the done list and a write to
+ * the eventfd wakes the event loop.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../util/alloc.h"
 #include "../util/log.h"
 #include "openenv_int.h"
 
+#define OE_WORKER_IDLE_S 30
+
 static void *worker_main(void *arg)
 {
 	struct oe_server *s = arg;
 	pthread_mutex_lock(&s->lk);
 	for (;;) {
-		while (!s->todo && !s->quit) {
+		int timed_out = 0;
+		while (!s->todo && !s->quit && !timed_out) {
+			struct timespec until;
+			clock_gettime(CLOCK_MONOTONIC, &until);
+			until.tv_sec += OE_WORKER_IDLE_S;
 			s->idle_workers++;
-			pthread_cond_wait(&s->cv, &s->lk);
+			timed_out = pthread_cond_timedwait(&s->cv, &s->lk, &until) == ETIMEDOUT;
 			s->idle_workers--;
 		}
 		if (!s->todo)
 			break;
 		struct oe_job *j = s->todo;
+		s->n_todo--;
 		s->todo = j->next;
 		if (!s->todo)
 			s->todo_tail = NULL;
@@ -41,16 +50,22 @@ static void *worker_main(void *arg)
 		if (write(s->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 			SBX_LOGW("openenv: eventfd write: %s", strerror(errno));
 	}
+	s->n_workers--;
+	pthread_cond_broadcast(&s->gone);
 	pthread_mutex_unlock(&s->lk);
 	return NULL;
 }
 
 int sbx__oe_pool_start(struct oe_server *s, sbx_error **err)
 {
+	pthread_condattr_t a;
 	(void)err;
 	pthread_mutex_init(&s->lk, NULL);
-	pthread_cond_init(&s->cv, NULL);
-	s->workers = xcalloc(s->cfg->workers ? s->cfg->workers : 1, sizeof(pthread_t));
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cv, &a);
+	pthread_condattr_destroy(&a);
+	pthread_cond_init(&s->gone, NULL);
 	return 0;
 }
 
@@ -64,14 +79,23 @@ void sbx__oe_submit(struct oe_server *s, struct oe_job *j)
 	else
 		s->todo = j;
 	s->todo_tail = j;
+	s->n_todo++;
 	s->jobs_in_flight++;
 	unsigned cap = s->cfg->workers ? s->cfg->workers : 1;
-	if (s->idle_workers == 0 && s->n_workers < cap) {
-		/* Workers inherit the loop's blocked signal mask (signalfd). */
-		if (pthread_create(&s->workers[s->n_workers], NULL, worker_main, s) == 0)
+	if (s->n_todo > s->idle_workers && s->n_workers < cap) {
+		/* Detached; they inherit the loop's blocked signal mask (signalfd). */
+		pthread_t t;
+		pthread_attr_t a;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &a, worker_main, s) == 0) {
 			s->n_workers++;
-		else if (s->n_workers == 0)
+			if (s->n_workers > s->peak_workers)
+				s->peak_workers = s->n_workers;
+		} else if (s->n_workers == 0) {
 			SBX_LOGE("openenv: cannot start a worker thread");
+		}
+		pthread_attr_destroy(&a);
 	}
 	pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&s->lk);
@@ -93,12 +117,10 @@ void sbx__oe_pool_stop(struct oe_server *s)
 	pthread_mutex_lock(&s->lk);
 	s->quit = 1;
 	pthread_cond_broadcast(&s->cv);
+	while (s->n_workers)
+		pthread_cond_wait(&s->gone, &s->lk);
 	pthread_mutex_unlock(&s->lk);
-	for (unsigned i = 0; i < s->n_workers; i++)
-		pthread_join(s->workers[i], NULL);
-	free(s->workers);
-	s->workers = NULL;
-	s->n_workers = 0;
+	pthread_cond_destroy(&s->gone);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->lk);
 }
