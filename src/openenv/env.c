@@ -26,6 +26,29 @@ static const char *const action_fields[] = { "action_type", "command", "session_
 					      "wait_seconds", "file_path", "content", "metadata",
 					      "timeout_s", NULL };
 
+/* A JSON string of S, or null; bytes that are not UTF-8 (a log tail cut
+ * mid-character, a task file in Latin-1) become '?', since jansson refuses
+ * the whole string otherwise. */
+static json_t *jstr(const char *s)
+{
+	if (!s)
+		return json_null();
+	size_t n = strlen(s);
+	if (sbx__oe_utf8_valid((const unsigned char *)s, n))
+		return json_stringn(s, n);
+	_cleanup_free_ char *t = xstrdup(s);
+	for (size_t i = 0; i < n;) {
+		unsigned char c = (unsigned char)t[i];
+		size_t k = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+		if (k && k <= n - i && sbx__oe_utf8_valid((const unsigned char *)t + i, k)) {
+			i += k;
+		} else {
+			t[i++] = '?';
+		}
+	}
+	return json_stringn(t, n);
+}
+
 static char *dump(json_t *j)
 {
 	char *s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII);
@@ -38,7 +61,7 @@ static char *dump(json_t *j)
 
 char *sbx__oe_error_frame(const char *code, const char *message, json_t *extra)
 {
-	json_t *data = json_pack("{s:s, s:s}", "message", message, "code", code);
+	json_t *data = json_pack("{s:o, s:s}", "message", jstr(message), "code", code);
 	if (extra) {
 		json_object_update(data, extra);
 		json_decref(extra);
@@ -63,10 +86,20 @@ void sbx__oe_session_clear(struct oe_session *s)
 	s->last_action_type = s->last_command = s->last_output = NULL;
 }
 
+/* Keeps at most MAX bytes of V, never cutting a UTF-8 character. */
 static void set_str(char **dst, const char *v, size_t max)
 {
 	free(*dst);
-	*dst = v ? xstrndup(v, max) : NULL;
+	*dst = NULL;
+	if (!v)
+		return;
+	size_t n = strnlen(v, max + 1);
+	if (n > max) {
+		n = max;
+		while (n > 0 && ((unsigned char)v[n] & 0xC0) == 0x80)
+			n--;
+	}
+	*dst = xstrndup(v, n);
 }
 
 /* The observation of OpenEnv's tbench2 environment; reward and done are
@@ -74,11 +107,17 @@ static void set_str(char **dst, const char *v, size_t max)
 static json_t *observation(const sbx_task *t, const char *action, const char *output, int success,
 			   const char *error, json_t *info)
 {
-	return json_pack("{s:s?, s:s, s:b, s:s, s:s?, s:s?, s:n, s:s, s:o}",
-			 "instruction", t ? t->instruction : NULL, "output", output ? output : "",
-			 "success", success, "error", error ? error : "",
-			 "task_id", t ? t->name : NULL, "task_path", t ? t->dir : NULL,
-			 "session_id", "action_type", action, "info", info ? info : json_object());
+	json_t *o = json_object();
+	json_object_set_new(o, "instruction", jstr(t ? t->instruction : NULL));
+	json_object_set_new(o, "output", jstr(output ? output : ""));
+	json_object_set_new(o, "success", json_boolean(success));
+	json_object_set_new(o, "error", jstr(error ? error : ""));
+	json_object_set_new(o, "task_id", jstr(t ? t->name : NULL));
+	json_object_set_new(o, "task_path", jstr(t ? t->dir : NULL));
+	json_object_set_new(o, "session_id", json_null());
+	json_object_set_new(o, "action_type", jstr(action));
+	json_object_set_new(o, "info", info ? info : json_object());
+	return o;
 }
 
 static char *obs_reply(int ws, json_t *obs, json_t *reward, int done)
@@ -201,8 +240,8 @@ static void job_evaluate(struct oe_job *j)
 		return;
 	}
 	const char *tail = r.verifier_log_tail ? r.verifier_log_tail : "";
-	json_t *info = json_pack("{s:s, s:s?, s:b, s:i, s:f}", "status", sbx_episode_status_name(r.status),
-				 "detail", r.detail, "verifier_timed_out", r.verifier_timed_out,
+	json_t *info = json_pack("{s:s, s:o, s:b, s:i, s:f}", "status", sbx_episode_status_name(r.status),
+				 "detail", jstr(r.detail), "verifier_timed_out", r.verifier_timed_out,
 				 "verifier_exit_code", r.verifier_exit_code, "seconds", r.total_seconds);
 	note_step(ss, "evaluate", NULL, tail);
 	if (r.status == SBX_EPISODE_SUBMITTED && r.has_reward) {
@@ -249,7 +288,7 @@ static void job_http_reset(struct oe_server *s, struct oe_job *j)
 	sbx_task_free(task);
 	return;
 fail:
-	j->reply = dump(json_pack("{s:s}", "detail", msg));
+	j->reply = dump(json_pack("{s:o}", "detail", jstr(msg)));
 	free(msg);
 	sbx_task_free(task);
 }
@@ -417,12 +456,12 @@ static void on_step(struct oe_conn *c, json_t *data)
 static void on_state(struct oe_conn *c)
 {
 	struct oe_session *ss = &c->sess;
-	json_t *d = json_pack("{s:s?, s:i, s:s?, s:s?, s:n, s:b, s:s?, s:s?, s:s?}",
-			      "episode_id", ss->task ? ss->id : NULL, "step_count", (int)ss->step_count,
-			      "task_id", ss->task ? ss->task->name : NULL,
-			      "task_path", ss->task ? ss->task->dir : NULL, "session_id",
-			      "terminal_ready", ss->ep != NULL, "last_action_type", ss->last_action_type,
-			      "last_command", ss->last_command, "last_output", ss->last_output);
+	json_t *d = json_pack("{s:o, s:i, s:o, s:o, s:n, s:b, s:o, s:o, s:o}",
+			      "episode_id", jstr(ss->task ? ss->id : NULL), "step_count", (int)ss->step_count,
+			      "task_id", jstr(ss->task ? ss->task->name : NULL),
+			      "task_path", jstr(ss->task ? ss->task->dir : NULL), "session_id",
+			      "terminal_ready", ss->ep != NULL, "last_action_type", jstr(ss->last_action_type),
+			      "last_command", jstr(ss->last_command), "last_output", jstr(ss->last_output));
 	char *f = dump(json_pack("{s:s, s:o}", "type", "state", "data", d));
 	sbx__oe_send_text(c, f);
 	free(f);

@@ -296,3 +296,24 @@ def test_sigterm_destroys_live_sandboxes():
         asyncio.run(play())
     finally:
         s.stop()  # asserts exit 0 and no sandbox left
+
+
+def test_planted_verdict_and_tests_are_wiped_before_evaluate(server):
+    """An agent that writes /logs/verifier/reward.json (which outranks the
+    reward.txt test.sh writes) or makes /tests of its own gets the verifier's
+    own verdict, not its plant: both are wiped before tests/ is uploaded."""
+    async def play():
+        async with oe.connect(server.url) as ws:
+            r = await oe.reset(ws, "jq-team-directory")
+            assert r["type"] == "observation"
+            r = await oe.exec_(ws, "mkdir -p /logs/verifier /tests && echo '{\"reward\": 1}' > "
+                                   "/logs/verifier/reward.json && echo 1 > /logs/verifier/reward.txt && "
+                                   "echo planted > /tests/test_planted.py")
+            assert r["data"]["observation"]["success"], r
+            r = await oe.evaluate(ws)
+            d = r["data"]
+            assert d["reward"] == 0.0 and d["done"] is True, d
+            info = d["observation"]["info"]
+            assert info["reward_source"] == "reward.txt" and info["tests_passed"] is False, info
+            assert info["harness"] == "tests/test.sh"
+    asyncio.run(play())
