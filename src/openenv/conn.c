@@ -23,14 +23,13 @@
 #define READS_PER_EVENT 16     /* fairness: at most 1 MiB per wakeup per socket */
 #define OUT_SLACK (1u << 20)   /* output room beyond one maximal message */
 
-void sbx__oe_conn_close(struct oe_conn *c);
-void sbx__oe_conn_process(struct oe_conn *c);
-
 static void conn_watch(struct oe_conn *c)
 {
 	if (c->fd < 0)
 		return;
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
+	/* A closing connection reads nothing more (level-triggered input it
+	 * leaves unread would wake the loop forever); it only drains. */
+	struct epoll_event ev = { .events = c->closing ? 0 : EPOLLIN | EPOLLRDHUP, .data.ptr = c };
 	if (c->out.len)
 		ev.events |= EPOLLOUT;
 	epoll_ctl(c->srv->epfd, EPOLL_CTL_MOD, c->fd, &ev);
@@ -255,7 +254,9 @@ static int http_step(struct oe_conn *c)
 		ws_upgrade(c, &r);
 	} else {
 		/* Copied: the handler may answer at once, which can move c->in. */
-		char *b = xstrndup(c->in.data + hl, body);
+		char *b = xmalloc(body + 1);
+		memcpy(b, c->in.data + hl, body);
+		b[body] = '\0';
 		sbx__oe_env_http(c, &r, b, body);
 		free(b);
 	}
@@ -352,12 +353,11 @@ static int ws_step(struct oe_conn *c)
 
 void sbx__oe_conn_process(struct oe_conn *c)
 {
-	if (c->ws) {
-		while (c->in.len && ws_step(c))
-			;
-	} else {
-		while (c->in.len && !c->busy && http_step(c))
-			;
+	/* Re-checks c->ws each time: a client may send frames right behind its
+	 * upgrade request, in the same read. */
+	while (c->in.len && c->fd >= 0 && !c->closing) {
+		if (c->ws ? !ws_step(c) : (c->busy || !http_step(c)))
+			break;
 	}
 	if (c->fd < 0)
 		return;

@@ -93,6 +93,14 @@ static void on_tick(struct oe_server *s)
 		next = c->next;
 		if (c->fd < 0)
 			continue;
+		if (c->closing) {
+			/* A peer that never reads our last bytes does not keep its slot. */
+			if (!c->closing_since)
+				c->closing_since = now;
+			else if (now - c->closing_since > OE_CLOSING_S && (c->ws || !c->busy))
+				sbx__oe_conn_close(c);
+			continue;
+		}
 		if (c->partial_since && cfg->message_timeout_s > 0 &&
 		    now - c->partial_since > cfg->message_timeout_s) {
 			if (c->ws) {
@@ -236,6 +244,10 @@ int sbx__oe_serve(const struct oe_config *cfg, sbx_runtime *rt)
 				struct oe_conn *c = p;
 				if (c->fd < 0)
 					continue;
+				if (evs[i].events & (EPOLLERR | EPOLLHUP)) {
+					sbx__oe_conn_close(c);
+					continue;
+				}
 				if (evs[i].events & EPOLLOUT)
 					sbx__oe_conn_flush(c);
 				if (c->fd >= 0 && (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)))

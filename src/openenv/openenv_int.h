@@ -27,6 +27,7 @@
 #define OE_PENDING_MAX 16u          /* messages queued behind a running job */
 #define OE_LAST_OUTPUT_MAX 4096u    /* state.last_output keeps this much */
 #define OE_IDLE_HTTP_S 60.0         /* idle keep-alive HTTP connections close */
+#define OE_CLOSING_S 10.0           /* a closing connection drains its output this long */
 
 enum oe_job_kind {
 	OE_JOB_RESET,        /* WS reset: (re)start the session's episode */
@@ -79,6 +80,7 @@ struct oe_conn {
 	double last_rx;             /* anything received */
 	double ping_sent;           /* an unanswered ping went out then; 0 = none */
 	double last_ping;
+	double closing_since;       /* when on_tick first saw it closing */
 	char *pending[OE_PENDING_MAX];
 	size_t n_pending, pending_bytes;
 	struct oe_session sess;

@@ -62,3 +62,31 @@ def test_32_concurrent_sessions(server):
     print("32 concurrent sessions in %.1f s" % (time.monotonic() - t0))
     assert rewards == [1.0] * 32
     assert wait_no_sandboxes(server, 2) == 0
+
+
+def threads(pid):
+    return len(os.listdir("/proc/%d/task" % pid))
+
+
+def test_64_sessions_at_once_and_no_thread_per_idle_socket(server):
+    """64 sessions, each with its own live sandbox at the same moment; idle
+    sockets cost no thread (the loop is one thread; workers come per call)."""
+    async def run():
+        base = threads(server.proc.pid)
+        conns = [await oe.connect(server.url).__aenter__() for _ in range(64)]
+        try:
+            for ws in conns:
+                assert (await oe.call(ws, {"type": "state"}))["type"] == "state"
+            assert threads(server.proc.pid) <= base, "64 idle sessions started threads"
+            t0 = time.monotonic()
+            rs = await asyncio.gather(*(oe.reset(ws, NAMES[i % len(NAMES)]) for i, ws in enumerate(conns)))
+            assert all(r["type"] == "observation" for r in rs), [r for r in rs if r["type"] != "observation"][:1]
+            print("64 resets at once in %.1f s" % (time.monotonic() - t0))
+            assert len(server.sandboxes()) == 64
+            rs = await asyncio.gather(*(oe.exec_(ws, "echo ok-%d" % i) for i, ws in enumerate(conns)))
+            assert all("ok-%d" % i in r["data"]["observation"]["output"] for i, r in enumerate(rs))
+        finally:
+            for ws in conns:
+                await ws.close()
+    asyncio.run(run())
+    assert wait_no_sandboxes(server, 2) == 0
