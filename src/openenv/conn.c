@@ -100,7 +100,8 @@ void sbx__oe_ws_close(struct oe_conn *c, int code, const char *reason)
 	size_t rl = reason ? strnlen(reason, 120) : 0;
 	p[0] = (unsigned char)(code >> 8);
 	p[1] = (unsigned char)code;
-	memcpy(p + 2, reason, rl);
+	if (rl)
+		memcpy(p + 2, reason, rl);
 	sbx__oe_conn_frame(c, OE_WS_CLOSE, p, 2 + rl);
 	c->closing = 1;
 	sbx__oe_conn_flush(c);
