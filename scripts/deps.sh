@@ -12,6 +12,7 @@ build=(build-essential pkg-config meson ninja-build
 # once per host (src/providers/local/scratch.c); the rest is ioctls.
 runtime=(busybox-static debootstrap iproute2 procps docker-registry skopeo apache2-utils btrfs-progs)
 bench=(bubblewrap crun)
+runtime+=(python3) # tests/fakes/openai_server.py, the policy agent's fake model server (stdlib only)
 command -v node >/dev/null && command -v npm >/dev/null || runtime+=(nodejs npm) # tests/compat: the e2b npm SDK
 # tests/openenv: a Python OpenEnv client against `sbx openenv serve`
 runtime+=(python3 python3-pytest python3-websockets)

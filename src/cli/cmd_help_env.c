@@ -26,6 +26,7 @@ static const struct {
 	{ "server", "`sbx serve`, the E2B-compatible server (src/server, src/cli/cmd_serve.c)" },
 	{ "cli", "the command-line tool (src/cli)" },
 	{ "tasks", "Harbor tasks and episodes (src/tasks)" },
+	{ "agents", "the agents that play episodes (src/agents): the policy agent's model API" },
 	{ "credentials", "backends and their credentials (src/core/credentials.c): environment, then the named key file, then the default key file" },
 	{ "standard", "standard variables sbx also reads" },
 	{ "tests", "the test suites (tests/)" },

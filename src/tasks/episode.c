@@ -496,6 +496,7 @@ void sbx__episode_finish(sbx_episode *e, sbx_episode_result *out)
 	if (e->conn->record)
 		e->res.extra_json = e->conn->record(e);
 	e->res.trajectory_json = sbx__episode_trajectory(e);
+	sbx__episode_metrics_finish(e);
 	e->res.total_seconds = sbx__now_mono() - e->t0;
 	write_result(e);
 	e->phase = SBX__PHASE_DONE;

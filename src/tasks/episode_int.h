@@ -74,6 +74,10 @@ int sbx__episode_start_as(sbx_episode **out, sbx_runtime *rt, const sbx_task *ta
  * a JSON object text (owned), or NULL when there is neither. */
 char *sbx__episode_trajectory(const sbx_episode *e);
 
+/* turns.c: adds the driver's reset_time and eval_time to the metrics of an
+ * agent that counts turns (the policy agent), as the reference reports them. */
+void sbx__episode_metrics_finish(sbx_episode *e);
+
 /* turns.c: s[0..n) as valid UTF-8 (bad bytes and NUL become U+FFFD), at most
  * cap characters; *truncated says whether characters were left out. Owned. */
 char *sbx__episode_text(const char *s, size_t n, size_t cap, int *truncated);

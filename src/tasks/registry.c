@@ -21,12 +21,14 @@
 extern const sbx_connector_ops sbx_connector_harbor;
 extern const sbx_agent_ops sbx_agent_oracle;
 extern const sbx_agent_ops sbx_agent_nop;
+extern const sbx_agent_ops sbx_agent_policy;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static const sbx_connector_ops *connectors[MAX_ENTRIES] = { &sbx_connector_harbor };
 static size_t n_connectors = 1;
-static const sbx_agent_ops *agents[MAX_ENTRIES] = { &sbx_agent_oracle, &sbx_agent_nop };
-static size_t n_agents = 2;
+static const sbx_agent_ops *agents[MAX_ENTRIES] = { &sbx_agent_oracle, &sbx_agent_nop,
+							    &sbx_agent_policy };
+static size_t n_agents = 3;
 
 static int agent_has_name(const sbx_agent_ops *a, const char *name)
 {

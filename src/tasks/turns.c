@@ -221,6 +221,32 @@ void sbx_observation_free(sbx_observation *o)
 	memset(o, 0, sizeof(*o));
 }
 
+void sbx__episode_metrics_finish(sbx_episode *e)
+{
+	json_t *m = e->res.agent_metrics_json ? json_loads(e->res.agent_metrics_json, 0, NULL)
+					       : NULL;
+	if (!json_is_object(m) || !json_object_get(m, "turns")) {
+		json_decref(m);
+		return;
+	}
+	/* The reference's reset (a sandbox up) and evaluate (the verifier) times,
+	 * which only the driver saw; its total tool time includes both. */
+	double reset = e->res.stage_seconds[SBX_STAGE_RESOLVE] + e->res.stage_seconds[SBX_STAGE_CREATE];
+	double eval = e->res.stage_seconds[SBX_STAGE_VERIFY];
+	json_object_set_new(m, "reset_time", json_real(ms(reset)));
+	json_object_set_new(m, "eval_time", json_real(ms(eval)));
+	json_t *tt = json_object_get(m, "total_tool_time");
+	if (json_is_number(tt))
+		json_object_set_new(m, "total_tool_time",
+				    json_real(ms(json_number_value(tt) + reset + eval)));
+	char *s = json_dumps(m, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+	json_decref(m);
+	if (s) {
+		free(e->res.agent_metrics_json);
+		e->res.agent_metrics_json = s;
+	}
+}
+
 char *sbx__episode_trajectory(const sbx_episode *e)
 {
 	json_t *agent = e->agent_traj ? json_loads(e->agent_traj, 0, NULL) : NULL;

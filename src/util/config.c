@@ -69,6 +69,13 @@ const struct sbx_knob sbx__knobs[] = {
 	/* tasks: src/tasks */
 	K("OPENENV_MAX_ROLLOUT_TIME_SECONDS", DURATION, "tasks", "3600", "the reference framework's name for SBX_MAX_EPISODE_S"),
 	K("SBX_MAX_EPISODE_S", DURATION, "tasks", "3600", "an episode's wall-clock cap when the caller sets none"),
+	/* agents: src/agents (the policy agent) */
+	K("DEEPSEEK_API_KEY", SECRET, "agents", "(none)", "the policy agent's key when POLICY_API_KEY_FILE and POLICY_API_KEY are unset (the reference's name)"),
+	K("OPENENV_MAX_TURNS", INTEGER, "agents", "30", "the policy agent's turn limit (agent arg max_turns wins)"),
+	K("POLICY_API_KEY", SECRET, "agents", "(none)", "the policy agent's model API key (a key file is safer)"),
+	K("POLICY_API_KEY_FILE", SECRET_FILE, "agents", "(none)", "file holding the policy agent's model API key (wins over the variables)"),
+	K("POLICY_BASE_URL", STRING, "agents", "https://api.deepseek.com", "the policy agent's OpenAI-compatible API base; POSTs go to {base}/chat/completions (agent arg api_base wins)"),
+	K("POLICY_MODEL", STRING, "agents", "deepseek-v4-flash", "the policy agent's model name (agent arg model wins)"),
 	/* credentials: src/core/credentials.c (one precedence: variables, the named file, the default file) */
 	K("DAYTONA_API_KEY", SECRET, "credentials", "(none)", "the Daytona key (a key file is safer)"),
 	K("DAYTONA_API_KEY_FILE", SECRET_FILE, "credentials", "~/.config/daytona/api_key", "file holding the Daytona key"),

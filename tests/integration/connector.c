@@ -365,7 +365,7 @@ Test(connector, cli_unknown_names_list_the_registered_ones)
 		{ "smoke --connector nope --backend local", "connector 'nope' is not supported (known: harbor)" },
 		{ "smoke --backend local", "--connector is required (known: harbor)" },
 		{ "smoke --connector harbor --backend local --agent claude",
-		  "unknown agent 'claude' (known: oracle, nop; golden = oracle)" },
+		  "unknown agent 'claude' (known: oracle, nop, policy; golden = oracle)" },
 		{ "golden tests/fixtures/tasks --all --connector nope", "unknown connector 'nope' (known: harbor)" },
 		{ "bake tests/fixtures/tasks --all --connector nope", "unknown connector 'nope' (known: harbor)" },
 		{ "task check --connector nope tests/fixtures/tasks", "unknown connector 'nope' (known: harbor)" },
@@ -379,7 +379,7 @@ Test(connector, cli_unknown_names_list_the_registered_ones)
 	}
 	char *out;
 	cr_assert_eq(sbx_cli(&out, "smoke --help"), 0);
-	cr_assert_not_null(strstr(out, "connectors: harbor\nagents: oracle, nop"), "%s", out);
+	cr_assert_not_null(strstr(out, "connectors: harbor\nagents: oracle, nop, policy"), "%s", out);
 	free(out);
 	cr_assert_eq(sbx_cli(&out, "task check --connector harbor tests/fixtures/tasks/pass"), 0, "%s", out);
 	free(out);

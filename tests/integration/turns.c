@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <sbx/episode.h>
+#include <sbx/sys/connector.h>
 
 #include "common.h"
 
@@ -270,6 +272,46 @@ Test(turns, oracle_records_have_no_trajectory)
 	sbx_episode_result r;
 	cr_assert_eq(sbx_episode_run(&r, rt, t, NULL, NULL), 0);
 	cr_assert_null(r.trajectory_json);
+	sbx_episode_result_free(&r);
+	sbx_task_free(t);
+}
+
+Test(turns, many_turns_are_all_recorded)
+{
+	/* also prints the turn API's cost per turn (a figure, not asserted) */
+	sbx_task *t = load("pass");
+	sbx_episode *ep = begin(t, NULL);
+	enum { N = 200 };
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (int i = 0; i < N; i++) {
+		sbx_observation o = turn(ep, "true", 0);
+		cr_assert_eq(o.exit_code, 0);
+		sbx_observation_free(&o);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	double per = ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9) / N;
+	/* the same command as a bare exec in the same sandbox: the difference
+	 * is what a turn adds (bounds, observation, record) */
+	sbx_exec_opts x = SBX_EXEC_OPTS_INIT;
+	x.shell = "true";
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (int i = 0; i < N; i++) {
+		sbx_exec_result er;
+		cr_assert_eq(sbx_sandbox_exec(&er, sbx_episode_sandbox(ep), &x, NULL), 0);
+		sbx_exec_result_free(&er);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	double bare = ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9) / N;
+	fprintf(stderr, "turns: %d turns of 'true': %.3f ms per turn, %.3f ms per bare exec\n", N,
+		per * 1000, bare * 1000);
+	sbx_episode_result r;
+	cr_assert_eq(sbx_episode_end(&r, ep, NULL), 0);
+	json_t *j = json_loads(r.trajectory_json, 0, NULL);
+	json_t *turns = json_object_get(j, "turns");
+	cr_assert_eq(json_array_size(turns), N);
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(turns, N - 1), "index")), N - 1);
+	json_decref(j);
 	sbx_episode_result_free(&r);
 	sbx_task_free(t);
 }

@@ -83,13 +83,14 @@ Test(tasks_registry, built_ins)
 	cr_assert_not_null(o);
 	cr_assert_eq(sbx_agent_find("golden"), o, "golden is the oracle's alias");
 	cr_assert_str_eq(sbx_agent_find("nop")->name, "nop");
-	cr_assert_null(sbx_agent_find("policy"));
+	cr_assert_str_eq(sbx_agent_find("policy")->name, "policy");
+	cr_assert_null(sbx_agent_find("claude"));
 	cr_assert_null(sbx_agent_find(NULL));
 	char names[256];
 	sbx_connector_names(names, sizeof(names));
 	cr_assert_str_eq(names, "harbor");
 	sbx_agent_names(names, sizeof(names));
-	cr_assert_str_eq(names, "oracle, nop");
+	cr_assert_str_eq(names, "oracle, nop, policy");
 }
 
 Test(tasks_registry, unknown_names_list_the_known_ones)
@@ -104,7 +105,7 @@ Test(tasks_registry, unknown_names_list_the_known_ones)
 	const sbx_agent_ops *a = (const void *)1;
 	cr_assert_eq(sbx_agent_lookup(&a, "claude", &err), -EINVAL);
 	cr_assert_null(a);
-	cr_assert_str_eq(err->msg, "unknown agent \"claude\" (known: oracle, nop)");
+	cr_assert_str_eq(err->msg, "unknown agent \"claude\" (known: oracle, nop, policy)");
 	sbx_error_free(err);
 	err = NULL;
 	cr_assert_eq(sbx_agent_lookup(&a, "golden", NULL), 0);
@@ -131,14 +132,14 @@ Test(tasks_registry, unknown_agent_stops_episodes_and_batches_before_anything_ru
 	o.agent = "claude";
 	sbx_episode_result r;
 	cr_assert_eq(sbx_episode_run(&r, rt, &t, &o, &err), -EINVAL);
-	cr_assert_str_eq(err->msg, "unknown agent \"claude\" (known: oracle, nop)");
+	cr_assert_str_eq(err->msg, "unknown agent \"claude\" (known: oracle, nop, policy)");
 	sbx_error_free(err);
 	err = NULL;
 	sbx_batch_opts bo = SBX_BATCH_OPTS_INIT;
 	bo.episode.agent = "claude";
 	sbx_task *tasks[] = { &t };
 	cr_assert_eq(sbx_episode_run_batch(&r, rt, tasks, 1, &bo, &err), -EINVAL);
-	cr_assert_not_null(strstr(err->msg, "(known: oracle, nop)"), "%s", err->msg);
+	cr_assert_not_null(strstr(err->msg, "(known: oracle, nop, policy)"), "%s", err->msg);
 	sbx_error_free(err);
 	sbx_runtime_free(rt);
 	char cmd[256];
@@ -201,7 +202,7 @@ Test(tasks_registry, register_checks_version_ops_and_names)
 	cr_assert_eq(sbx_agent_register(&a_old, &err), -EINVAL);
 	sbx_error_free(err);
 	sbx_agent_names(names, sizeof(names));
-	cr_assert_str_eq(names, "oracle, nop, scripted");
+	cr_assert_str_eq(names, "oracle, nop, policy, scripted");
 }
 
 Test(tasks_registry, load_picks_the_connector_that_claims_the_directory)
