@@ -317,3 +317,45 @@ def test_planted_verdict_and_tests_are_wiped_before_evaluate(server):
             assert info["reward_source"] == "reward.txt" and info["tests_passed"] is False, info
             assert info["harness"] == "tests/test.sh"
     asyncio.run(play())
+
+
+def test_per_message_deadline_and_server_pings():
+    """A frame started and never finished is cut at --message-timeout (1008);
+    a client that answers none of the server's pings is dropped after
+    --ping-timeout, and its sandbox with it."""
+    s = Server("--message-timeout", "2", "--ping-interval", "1", "--ping-timeout", "3")
+    try:
+        c = Raw(s)
+        c.s.sendall(bytes([0x81, 0x80 | 100]) + os.urandom(4) + b"x" * 10)  # 10 of 100 bytes
+        seen = []
+        while True:
+            op, p = c.frame()
+            seen.append(op)
+            if op == 0x1:
+                assert json.loads(p)["data"]["code"] == "PROTOCOL_ERROR"
+            if op == 0x8:
+                assert struct.unpack(">H", p[:2])[0] == 1008
+                break
+        c.close()
+
+        async def silent():
+            # websockets answers pings by itself: a raw socket that never reads does not.
+            c = Raw(s)
+            c.send(0x1, json.dumps({"type": "reset", "data": {"task_id": TASK}}).encode())
+            assert c.message()["type"] == "observation"
+            assert len(s.sandboxes()) == 1
+            op, p = c.frame()
+            assert op == 0x9, "the server pings"
+            await asyncio.sleep(6)  # no pong, nothing else: dropped after 3 s
+            return c
+        c = asyncio.run(silent())
+        assert wait_no_sandboxes(s, 2) == 0, "a session that stopped answering is dropped"
+        c.close()
+
+        async def lively():
+            async with oe.connect(s.url) as ws:  # answers pings
+                await asyncio.sleep(5)
+                assert (await oe.call(ws, {"type": "state"}))["type"] == "state"
+        asyncio.run(lively())
+    finally:
+        s.stop()
