@@ -359,3 +359,24 @@ def test_per_message_deadline_and_server_pings():
         asyncio.run(lively())
     finally:
         s.stop()
+
+
+def test_no_verdict_is_an_error_not_a_zero(server):
+    """When tests/test.sh writes no reward (here the agent took bash away, so
+    it cannot even start), evaluate answers reward null, done false and an
+    error, as OpenEnv's environment does: a trainer drops the sample."""
+    async def play():
+        async with oe.connect(server.url) as ws:
+            assert (await oe.reset(ws, TASK))["type"] == "observation"
+            r = await oe.exec_(ws, "mv /usr/bin/bash /usr/bin/bash.gone")
+            assert r["data"]["observation"]["success"], r
+            r = await oe.evaluate(ws)
+            d = r["data"]
+            assert r["type"] == "observation" and d["reward"] is None and d["done"] is False, d
+            o = d["observation"]
+            assert o["error"].startswith("no verdict: VerifierError"), o
+            assert "harness" not in o["info"] and o["success"] is False
+            r = await oe.exec_(ws, "true")
+            assert r["type"] == "error" and r["data"]["code"] == "EXECUTION_ERROR"
+        assert wait_no_sandboxes(server, 2) == 0
+    asyncio.run(play())
