@@ -169,8 +169,18 @@ void sbx__oe_conn_close(struct oe_conn *c)
 		c->fd = -1;
 		c->out.len = 0;
 	}
-	if (c->busy)
+	if (c->busy) {
+		/* A step (or verifier) may run for many minutes: destroy its sandbox
+		 * under it, so it ends now and the abort after it finds nothing. */
+		if (!c->kill_sent && (c->job_kind == OE_JOB_EXEC || c->job_kind == OE_JOB_EVALUATE)) {
+			struct oe_job *k = xcalloc(1, sizeof(*k));
+			k->kind = OE_JOB_KILL;
+			k->task_id = xstrdup(c->sess.label);
+			c->kill_sent = 1;
+			sbx__oe_submit(c->srv, k);
+		}
 		return;
+	}
 	if (c->sess.ep) {
 		struct oe_job *j = xcalloc(1, sizeof(*j));
 		j->kind = OE_JOB_ABORT;
@@ -186,6 +196,7 @@ void sbx__oe_conn_new(struct oe_server *s, int fd)
 	struct oe_conn *c = xcalloc(1, sizeof(*c));
 	c->srv = s;
 	c->fd = fd;
+	c->serial = ++s->next_serial;
 	sbx__buf_init(&c->in, s->cfg->max_message + OE_HTTP_HEADERS_MAX + 16);
 	sbx__buf_init(&c->out, s->cfg->max_message + OUT_SLACK);
 	sbx__oe_ws_msg_init(&c->msg, s->cfg->max_message);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../util/alloc.h"
 #include "../util/cleanup.h"
@@ -146,11 +147,13 @@ static int load_task(sbx_task **out, struct oe_server *s, const char *task_id, c
 	return rc;
 }
 
-static void opts_init(struct oe_session *ss, struct oe_server *s)
+static void opts_init(struct oe_session *ss, struct oe_server *s, uint64_t serial)
 {
 	sbx_episode_opts o = SBX_EPISODE_OPTS_INIT;
 	o.provider = s->cfg->backend;
-	snprintf(ss->label, sizeof(ss->label), "sbx.openenv=%s", ss->id);
+	/* Not the episode id, which a client may choose (and repeat). */
+	snprintf(ss->label, sizeof(ss->label), "sbx.openenv=%d-%llu", (int)getpid(),
+		 (unsigned long long)serial);
 	ss->labels[0] = ss->label;
 	ss->labels[1] = NULL;
 	o.labels = ss->labels;
@@ -175,7 +178,7 @@ static void job_reset(struct oe_server *s, struct oe_job *j)
 		snprintf(ss->id, sizeof(ss->id), "%s", j->command);
 	else
 		sbx__random_hex(ss->id, 32);
-	opts_init(ss, s);
+	opts_init(ss, s, j->conn->serial);
 	if (sbx_episode_begin(&ss->ep, s->rt, task, &ss->opts, &e) < 0) {
 		ss->ep = NULL;
 		msg = err_text(e, "cannot start the episode");
@@ -276,7 +279,7 @@ static void job_http_reset(struct oe_server *s, struct oe_job *j)
 	if (load_task(&task, s, j->task_id, &msg) < 0)
 		goto fail;
 	sbx__random_hex(tmp.id, 32);
-	opts_init(&tmp, s);
+	opts_init(&tmp, s, j->conn->serial);
 	/* Stateless, as OpenEnv's POST /reset: make the env, reset it, close it. */
 	if (sbx_episode_begin(&ep, s->rt, task, &tmp.opts, &e) < 0) {
 		msg = err_text(e, "cannot start the episode");
@@ -293,8 +296,35 @@ fail:
 	sbx_task_free(task);
 }
 
+/* Destroys the sandboxes labelled LABEL (the one of a session whose client
+ * left while its step runs); the step then fails and returns. */
+static void job_kill(struct oe_server *s, const char *label)
+{
+	const char *filter[] = { label, NULL };
+	sbx_sandbox_info *v = NULL;
+	size_t n = 0;
+	sbx_error *e = NULL;
+	if (sbx_sandbox_list(&v, &n, s->rt, s->cfg->backend, filter, &e) < 0) {
+		SBX_LOGW("openenv: list sandboxes %s: %s", label, e && e->msg ? e->msg : "failed");
+		sbx_error_free(e);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (sbx_sandbox_destroy_id(s->rt, s->cfg->backend, v[i].id, &e) < 0) {
+			SBX_LOGW("openenv: destroy %s: %s", v[i].id, e && e->msg ? e->msg : "failed");
+			sbx_error_free(e);
+			e = NULL;
+		}
+	}
+	sbx_sandbox_info_free(v, n);
+}
+
 void sbx__oe_env_run_job(struct oe_server *s, struct oe_job *j)
 {
+	if (j->kind == OE_JOB_KILL) {
+		job_kill(s, j->task_id);
+		return;
+	}
 	struct oe_session *ss = &j->conn->sess;
 	switch (j->kind) {
 	case OE_JOB_RESET: job_reset(s, j); break;
@@ -312,6 +342,7 @@ void sbx__oe_env_run_job(struct oe_server *s, struct oe_job *j)
 		}
 		break;
 	case OE_JOB_HTTP_RESET: job_http_reset(s, j); break;
+	case OE_JOB_KILL:
 	default: break;
 	}
 }

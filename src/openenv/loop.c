@@ -50,6 +50,11 @@ static void on_job_done(struct oe_server *s)
 	while (j) {
 		struct oe_job *next = j->next;
 		struct oe_conn *c = j->conn;
+		if (!c) {
+			sbx__oe_job_free(j);
+			j = next;
+			continue;
+		}
 		c->busy = 0;
 		if (c->fd >= 0 && j->reply) {
 			if (c->ws)

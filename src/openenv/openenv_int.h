@@ -36,6 +36,8 @@ enum oe_job_kind {
 	OE_JOB_CLOSE,        /* WS step, action_type close: abort, then reply */
 	OE_JOB_ABORT,        /* the connection is gone: abort, no reply */
 	OE_JOB_HTTP_RESET,   /* stateless POST /reset: begin, reply, abort */
+	OE_JOB_KILL,         /* the client left mid-step: destroy the sandbox under the
+	                        running step (by its label), so it ends now (no conn) */
 };
 
 /* One turn-based episode of a WebSocket session. Owned by its connection. */
@@ -45,7 +47,7 @@ struct oe_session {
 	sbx_task *task;             /* the task of ep (kept for state after the end) */
 	sbx_episode_opts opts;      /* borrowed by ep */
 	const char *labels[2];
-	char label[64];
+	char label[64];             /* "sbx.openenv=PID-SERIAL", unique to the session */
 	unsigned step_count;
 	char *last_action_type, *last_command, *last_output;
 	int done;                   /* the last observation had done = true */
@@ -74,6 +76,9 @@ struct oe_conn {
 	int closing;                /* close after the output is flushed */
 	int has_session;            /* counted in srv->active_sessions */
 	int freed;                  /* unlinked, waiting to be freed (loop.c) */
+	uint64_t serial;            /* unique in this server: the sandbox label */
+	enum oe_job_kind job_kind;  /* of the job in flight, when busy */
+	int kill_sent;              /* an OE_JOB_KILL went out for it */
 	sbx_buf in, out;
 	struct oe_ws_msg msg;
 	double partial_since;       /* a message (or request) started arriving; 0 = none */
@@ -93,6 +98,7 @@ struct oe_server {
 	int epfd, lfd, evfd, sigfd, tfd;
 	struct oe_conn *conns;
 	struct oe_conn *grave;      /* freed at the end of the loop iteration */
+	uint64_t next_serial;
 	unsigned active_sessions;
 	unsigned n_conns;
 	int stopping;

@@ -72,7 +72,10 @@ int sbx__oe_pool_start(struct oe_server *s, sbx_error **err)
 void sbx__oe_submit(struct oe_server *s, struct oe_job *j)
 {
 	j->next = NULL;
-	j->conn->busy = 1;
+	if (j->conn) {
+		j->conn->busy = 1;
+		j->conn->job_kind = j->kind;
+	}
 	pthread_mutex_lock(&s->lk);
 	if (s->todo_tail)
 		s->todo_tail->next = j;
