@@ -1,13 +1,15 @@
 # Thin wrapper: the real build is Meson + Ninja.
 #   make demo   install missing packages, build, run the main job on `local`
 #   make check  install missing packages, build (plain + ASan/UBSan), run every offline test
+#   make install  install the library, headers, CLI and the Python package (meson install;
+#               PREFIX via `meson configure build -Dprefix=...`, DESTDIR honoured)
 #   make fuzz   build the libFuzzer harnesses with clang and run each FUZZ_MINUTES minutes
 BUILD ?= build
 ASAN  ?= build-asan
 MESON ?= meson
 FUZZ_MINUTES ?= 5
 
-.PHONY: all deps build demo check test test-asan checksrc bench clean fuzz
+.PHONY: all deps build install demo check test test-asan checksrc bench clean fuzz
 
 all: build
 
@@ -22,6 +24,9 @@ $(ASAN)/build.ninja:
 
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD)
+
+install: build
+	$(MESON) install -C $(BUILD)
 
 demo: build
 	bash scripts/demo.sh $(BUILD)

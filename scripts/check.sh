@@ -20,6 +20,7 @@ if ninja -C "$asan" >/dev/null; then
   # at full size in the plain pass above and smaller here (CI has 90 minutes).
   SBX_TEST_CYCLES=${SBX_TEST_CYCLES:-250} SBX_SOAK_EPISODES=${SBX_SOAK_EPISODES:-500} \
   SBX_E2B_EPISODES=${SBX_E2B_EPISODES:-200} SBX_SERVER_SCALE=${SBX_SERVER_SCALE:-100} \
+  SBX_EVAL_TASKS=${SBX_EVAL_TASKS:-csv-region-report,fix-permissions,jq-team-directory} \
     bash scripts/run-tests.sh "$asan" || rc=1
 else
   echo "check: ASan build failed"; rc=1

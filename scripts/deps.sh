@@ -8,14 +8,15 @@ build=(build-essential pkg-config meson ninja-build
        libcurl4-openssl-dev libmicrohttpd-dev libjansson-dev libseccomp-dev
        libarchive-dev libssl-dev libsqlite3-dev libcriterion-dev musl-tools
        libmnl-dev libnftnl-dev clang libclang-rt-dev)
+# python3-pytest: tests/python (the Python package's suite, Debian's /usr/bin/python3).
 # btrfs-progs: mkfs.btrfs formats the scratch file system for writable layers
 # once per host (src/providers/local/scratch.c); the rest is ioctls.
-runtime=(busybox-static debootstrap iproute2 procps docker-registry skopeo apache2-utils btrfs-progs)
+runtime=(busybox-static python3-pytest debootstrap iproute2 procps docker-registry skopeo apache2-utils btrfs-progs)
 bench=(bubblewrap crun)
 runtime+=(python3) # tests/fakes/openai_server.py, the policy agent's fake model server (stdlib only)
 command -v node >/dev/null && command -v npm >/dev/null || runtime+=(nodejs npm) # tests/compat: the e2b npm SDK
 # tests/openenv: a Python OpenEnv client against `sbx openenv serve`
-runtime+=(python3-pytest python3-websockets)
+runtime+=(python3-websockets)
 
 want=("${build[@]}" "${runtime[@]}")
 case "${1:-}" in

@@ -31,8 +31,12 @@ typedef struct sbx_episode sbx_episode;
 /** What one turn's command gave back. Owned fields; free with
  *  sbx_observation_free(). */
 typedef struct sbx_observation {
-	char *output;      /**< stdout then stderr as a model is fed them: at most
-	                        the observation cap, "(no output)" when both were empty */
+	char *output;      /**< stdout then stderr as a model is fed them, "(no output)"
+	                        when both were empty, then the head of it up to the
+	                        observation cap: `obs_cap=N` in opts->agent_args, default
+	                        4000 characters (UTF-8 code points; no tail is kept, as
+	                        in the reference loop). Bytes that are not UTF-8, and
+	                        NUL, are U+FFFD: valid UTF-8 without NULs */
 	size_t output_len; /**< bytes in output (NUL-terminated as well) */
 	int exit_code;     /**< the command's exit status; -1 when it did not finish */
 	int timed_out;     /**< a limit cut it (its own, the agent's or the episode's) */
@@ -49,7 +53,8 @@ typedef struct sbx_observation {
  * `task` and `opts` are borrowed until sbx_episode_end() or
  * sbx_episode_abort().
  * @param out owned; end it with sbx_episode_end() or sbx_episode_abort().
- * @return 0; -EINVAL (bad opts); an environment failure (the image could not
+ * The record's agent is "external".
+ * @return 0; -EINVAL (bad opts or agent_args); an environment failure (the image could not
  *         be resolved, the sandbox not created) as its code with the
  *         message, and then nothing is left behind.
  */
@@ -76,12 +81,15 @@ void sbx_observation_free(sbx_observation *o);
  * @param out filled (owned fields) whenever 0 is returned, as by
  *        sbx_episode_run() (status, reward, stage timings, trajectory);
  *        free with sbx_episode_result_free().
- * @return 0 (see out->status), -EINVAL (ep is NULL).
+ * @return 0 (see out->status), -EINVAL (ep or out is NULL: nothing is
+ *         done, `ep` stays the caller's).
  */
 int sbx_episode_end(sbx_episode_result *out, sbx_episode *ep, sbx_error **err);
 
-/** Destroys the episode's sandbox without verifying and frees `ep`; NULL is
- *  fine. */
+/** Destroys the episode's sandbox without verifying and frees `ep` (the
+ *  record, if kept in opts->logs_dir, says AgentError "aborted by the
+ *  caller"); NULL is fine. One thread at a time per episode, for every call
+ *  here. */
 void sbx_episode_abort(sbx_episode *ep);
 
 #ifdef __cplusplus

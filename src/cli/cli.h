@@ -36,6 +36,7 @@ int cmd_task(int argc, char **argv);
 int cmd_smoke(int argc, char **argv);
 int cmd_golden(int argc, char **argv);
 int cmd_bake(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_openenv(int argc, char **argv);
 int cmd_help_env(int argc, char **argv);

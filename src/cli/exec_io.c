@@ -35,6 +35,9 @@
 
 /* As long as the library's own exec drains its pipes after the exit status. */
 #define DRAIN_GRACE_S 0.05
+/* How long the relay may take to pass on what the command's pipes hold after
+ * its exit status: only a relay stuck on a pipe's mutex takes this long. */
+#define ACK_MAX_S 5.0
 #define CHUNK 65536
 /* A command writing small chunks fast (4 KiB from `head`, `cat` of a pipe)
  * would wake the pump once per chunk: thousands of wakeups for 10 MiB, each
@@ -49,6 +52,7 @@ struct pump {
 	int out[2];        /* read ends: stdout, stderr (-1 when merged or at EOF) */
 	int in_w;          /* write end of the command's stdin pipe, -1 when not (or no longer) fed */
 	int wake;          /* eventfd: the command has exited */
+	int ack;           /* the relay's: hangs up once it passed on what the command wrote */
 	int splice_out[2]; /* 1 until splice(2) to our stdout/stderr is refused */
 	int splice_in;     /* 1 until splice(2) from our stdin is refused */
 	int in_full;       /* the stdin pipe was full at the last splice */
@@ -178,17 +182,32 @@ static void *pump_main(void *arg)
 	sigemptyset(&pipe_sig);
 	sigaddset(&pipe_sig, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);
-	int exited = 0, streaming = 0;
-	double until = 0, left = 0;
+	int exited = 0, acked = 0, streaming = 0;
+	double until = 0, left = 0, ack_until = 0;
 	size_t budget = 0;
 	for (;;) {
 		struct pollfd pf[5];
-		int n = 0, oi[2] = { -1, -1 }, wi = -1, ri = -1, fi = -1, timeout = -1;
+		int n = 0, oi[2] = { -1, -1 }, wi = -1, ri = -1, fi = -1, ai = -1, timeout = -1;
 		for (int i = 0; i < 2; i++)
 			if (p->out[i] >= 0) {
 				oi[i] = n;
 				pf[n++] = (struct pollfd){ .fd = p->out[i], .events = POLLIN };
 			}
+		if (exited && !acked && sbx__now_mono() >= ack_until)
+			acked = 1; /* the relay is stuck on a pipe's mutex */
+		if (exited && acked && until == 0) {
+			/* What the command wrote before it exited is in our
+			 * pipes now, at most their size, and goes out however
+			 * slow our reader is. Background processes may keep
+			 * writing for ever: of theirs, only what comes within
+			 * the grace. */
+			until = sbx__now_mono() + DRAIN_GRACE_S;
+			p->drained = 0;
+			for (int i = 0; i < 2; i++) {
+				int sz = p->out[i] >= 0 ? fcntl(p->out[i], F_GETPIPE_SZ) : 0;
+				budget += sz > 0 ? (size_t)sz : 0;
+			}
+		}
 		if (!exited) {
 			wi = n;
 			pf[n++] = (struct pollfd){ .fd = p->wake, .events = POLLIN };
@@ -199,11 +218,14 @@ static void *pump_main(void *arg)
 				ri = n;
 				pf[n++] = (struct pollfd){ .fd = STDIN_FILENO, .events = POLLIN };
 			}
+		} else if (!acked) {
+			if (n == 0)
+				break;
+			ai = n;
+			pf[n++] = (struct pollfd){ .fd = p->ack, .events = POLLIN };
+			left = ack_until - sbx__now_mono();
+			timeout = (int)(left * 1000) + 1;
 		} else {
-			/* What the command wrote before it exited is in the pipes,
-			 * at most their size, and goes out however slow our reader
-			 * is. Background processes may keep writing for ever: of
-			 * theirs, only what comes within the grace. */
 			left = until - sbx__now_mono();
 			if (n == 0 || (left <= 0 && p->drained >= budget))
 				break;
@@ -212,7 +234,7 @@ static void *pump_main(void *arg)
 		int k = poll(pf, (nfds_t)n, timeout);
 		if (k < 0 && errno != EINTR)
 			break;
-		if (k == 0 && exited && left <= 0)
+		if (k == 0 && exited && acked && left <= 0)
 			break;
 		if (k <= 0)
 			continue;
@@ -227,14 +249,12 @@ static void *pump_main(void *arg)
 		}
 		if (ri >= 0 && pf[ri].revents && (m = read_in(p)) > moved)
 			moved = m;
+		if (ai >= 0 && pf[ai].revents)
+			acked = 1;
 		if (wi >= 0 && pf[wi].revents) {
 			exited = 1;
-			until = sbx__now_mono() + DRAIN_GRACE_S;
-			p->drained = 0;
-			for (int i = 0; i < 2; i++) {
-				int sz = p->out[i] >= 0 ? fcntl(p->out[i], F_GETPIPE_SZ) : 0;
-				budget += sz > 0 ? (size_t)sz : 0;
-			}
+			acked = p->ack < 0;
+			ack_until = sbx__now_mono() + ACK_MAX_S;
 		}
 		/* Data twice in a row is a stream, not one burst or a keystroke:
 		 * once a step ran dry, let the next chunks pile up. */
@@ -291,22 +311,39 @@ int cli_exec_stdio(sbx_sandbox *sb, const sbx_exec_opts *base, enum cli_stdin in
 	/* Fields one by one: zeroing the buffers would touch 32 pages that
 	 * splice(2) mostly never needs (a page fault each, per exec). */
 	struct pump *p = xmalloc(sizeof(*p));
-	p->out[0] = p->out[1] = p->in_w = p->wake = -1;
+	p->out[0] = p->out[1] = p->in_w = p->wake = p->ack = -1;
 	p->splice_out[0] = p->splice_out[1] = p->splice_in = 1;
 	p->in_full = 0;
 	p->in_off = p->in_len = p->drained = 0;
 	int theirs[3] = { -1, -1, -1 }; /* stdout, stderr, stdin ends for the command */
+	/* The host's ends of the command's pipes go to the relay, and the pump
+	 * works on relay pipes only the relay and we hold (exec_relay.c). */
+	struct cli_relay_fds rf = { -1, -1, -1, -1, -1, -1, { -1, -1, -1 } };
+	struct cli_relay relay = { -1, -1 };
 	cli_stdio_guard();
 	int merged = same_file(STDOUT_FILENO, STDERR_FILENO), fwd = cli_stdin_forwarded(in), started = 0;
 	int code = EXIT_SBX;
-	int ok = make_pipe(&p->out[0], &theirs[0], 0) == 0 &&
-		 (merged || make_pipe(&p->out[1], &theirs[1], 0) == 0) &&
-		 make_pipe(&p->in_w, &theirs[2], 1) == 0 && (p->wake = eventfd(0, EFD_CLOEXEC)) >= 0;
+	int ok = make_pipe(&rf.out_r, &theirs[0], 0) == 0 && make_pipe(&p->out[0], &rf.rout_w, 0) == 0 &&
+		 (merged || (make_pipe(&rf.err_r, &theirs[1], 0) == 0 &&
+			     make_pipe(&p->out[1], &rf.rerr_w, 0) == 0)) &&
+		 make_pipe(&rf.in_w, &theirs[2], 1) == 0 &&
+		 (!fwd || make_pipe(&p->in_w, &rf.rin_r, 1) == 0) &&
+		 (p->wake = eventfd(0, EFD_CLOEXEC)) >= 0;
 	/* Without input the command still gets a pipe, at EOF at once: the
 	 * library would hand it the host's /dev/null, an inode of the host a
-	 * sandbox root could chmod through /proc/self/fd/0. */
-	if (!fwd)
-		close_fd(&p->in_w);
+	 * sandbox root could chmod through /proc/self/fd/0. The relay closes
+	 * the write end of a stream with no source. */
+	memcpy(rf.theirs, theirs, sizeof(theirs));
+	if (ok && (errno = -cli_relay_start(&relay, &rf)) != 0)
+		ok = 0;
+	p->ack = relay.ack;
+	/* The relay holds these now; ours are never the last close. */
+	close_fd(&rf.out_r);
+	close_fd(&rf.err_r);
+	close_fd(&rf.in_w);
+	close_fd(&rf.rout_w);
+	close_fd(&rf.rerr_w);
+	close_fd(&rf.rin_r);
 	pthread_t t;
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -328,9 +365,11 @@ int cli_exec_stdio(sbx_sandbox *sb, const sbx_exec_opts *base, enum cli_stdin in
 	sbx_exec_result res;
 	sbx_error *err = NULL;
 	int r = sbx_sandbox_exec(&res, sb, &o, &err);
-	/* Now only the sandbox holds the other ends: EOF once its processes go. */
+	/* Now the relay and the sandbox hold the other ends; once the relay
+	 * drops its copies, EOF comes when the sandbox's processes go. */
 	for (int i = 0; i < 3; i++)
 		close_fd(&theirs[i]);
+	cli_relay_release(&relay);
 	uint64_t one = 1;
 	if (write(p->wake, &one, sizeof(one)) < 0)
 		abort(); /* an eventfd write of 1 cannot fail */
@@ -348,6 +387,7 @@ int cli_exec_stdio(sbx_sandbox *sb, const sbx_exec_opts *base, enum cli_stdin in
 out:
 	for (int i = 0; i < 3; i++)
 		close_fd(&theirs[i]);
+	cli_relay_finish(&relay);
 	close_fd(&p->out[0]);
 	close_fd(&p->out[1]);
 	close_fd(&p->in_w);

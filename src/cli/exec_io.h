@@ -4,6 +4,8 @@
 #ifndef SBX_CLI_EXEC_IO_H
 #define SBX_CLI_EXEC_IO_H
 
+#include <sys/types.h>
+
 #include <sbx/sbx.h>
 
 /* When the CLI's stdin is forwarded to the command. */
@@ -31,6 +33,30 @@ int cli_exec_stdio(sbx_sandbox *sb, const sbx_exec_opts *o, enum cli_stdin in, i
  * restored).
  */
 int cli_exec_tty(sbx_sandbox *sb, const sbx_exec_opts *o, enum cli_stdin in, int *timed_out);
+
+/* The relay process (exec_relay.c): the only holder of the pipe ends the
+ * sandbox shares, so nothing the sandbox does to them can block the CLI. */
+struct cli_relay_fds {
+	int out_r, err_r, in_w;    /* the host's ends of the command's pipes (-1: none) */
+	int rout_w, rerr_w, rin_r; /* the relay's ends of the CLI's relay pipes (-1: none) */
+	int theirs[3];             /* the command's ends (stdout, stderr, stdin; -1: none),
+	                              held until cli_relay_release() */
+};
+struct cli_relay {
+	pid_t pid;
+	int ctl; /* its hang-up tells the relay the exec is over */
+	int ack; /* hangs up once, after that, the relay has passed on all the
+	            command's pipes held (or when the relay is gone) */
+};
+/* Forks the relay with copies of every fd in `f`; the caller then closes its
+ * own copies of all but theirs[] (which go in the exec request) and of
+ * the relay pipes' far ends. 0 or a negative errno. */
+int cli_relay_start(struct cli_relay *r, const struct cli_relay_fds *f);
+/* The exec is over and our copies of theirs[] are closed: the relay drops
+ * its own, so the command's pipes reach EOF when its processes end. */
+void cli_relay_release(struct cli_relay *r);
+/* Release, and reap the relay if it is done (else it ends on its own). */
+void cli_relay_finish(struct cli_relay *r);
 
 /* Shared by both (exec_io.c). */
 /* Whether our stdin is copied to the command: with -i, or when it is not a

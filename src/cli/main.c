@@ -34,6 +34,7 @@ static const struct command commands[] = {
 	{ "task", cmd_task, "check Harbor task directories" },
 	{ "smoke", cmd_smoke, "run one golden episode, stage by stage" },
 	{ "golden", cmd_golden, "replay every task's solution and grade it" },
+	{ "eval", cmd_eval, "run a model (OpenAI-compatible API) on tasks: pass rate, trajectories" },
 	{ "bake", cmd_bake, "build (or find) the images of Harbor tasks" },
 	{ "serve", cmd_serve, "serve the E2B API on local sandboxes (see docs/server.md)" },
 	{ "openenv", cmd_openenv, "serve tasks over the OpenEnv protocol (see docs/openenv.md)" },

@@ -103,6 +103,7 @@ const size_t sbx__n_knobs = sizeof(sbx__knobs) / sizeof(sbx__knobs[0]);
 const struct sbx_knob sbx__test_knobs[] = {
 	T("SBX_BUILD_ROOT", PATH, "tests", "(set by meson test)", "the build directory, to find sbx, the probe and helpers"),
 	T("SBX_E2B_EPISODES", INTEGER, "tests", "1000", "integration/e2b: episodes of the soak through the E2B provider"),
+	T("SBX_EVAL_TASKS", STRING, "tests", "(all)", "integration/eval_policy: the bundled tasks its sweeps run (A,B,...); scripts/check.sh gives the ASan pass a few"),
 	T("SBX_FUZZ_DEBUG", BOOLEAN, "tests", "(unset)", "fuzz harnesses: set to print the server fixture's log"),
 	T("SBX_KEEP_TMP", BOOLEAN, "tests", "(unset)", "integration/registry: set to keep the test's temporary directory"),
 	T("SBX_MUST_WORK", BOOLEAN, "tests", "0", "1 turns a skip for want of root, node or data into a failure (CI sets it)"),
@@ -117,6 +118,7 @@ const struct sbx_knob sbx__test_knobs[] = {
 	T("SBX_COMPAT_IMAGE_DIR", PATH, "scripts", "(build/compat-images)", "tests/compat: the image store of the SDK tests"),
 	T("SBX_COMPAT_VERSIONS", LIST, "scripts", "2.51.0 2.30.5 2.8.4", "tests/compat: e2b SDK versions to test (space-separated)"),
 	T("SBX_DEMO_TASKS", PATH, "scripts", "examples/tasks", "scripts/demo.sh: the tasks directory"),
+	T("SBX_LIBRARY", PATH, "scripts", "(a build dir next to python/, then libsbx.so.0)", "the Python package (python/sbx): the libsbx.so it loads (docs/python.md)"),
 	T("SBX_TASKS_IMAGE", STRING, "scripts", "sbx-tasks:bookworm", "examples/tasks/base-image.env: the tasks' base image"),
 	T("SBX_TASKS_PACKAGES", LIST, "scripts", "(examples/tasks/base-image.env)", "Debian packages bootstrapped into SBX_TASKS_IMAGE"),
 	T("SBX_TASKS_SUITE", STRING, "scripts", "bookworm", "the Debian suite of SBX_TASKS_IMAGE"),

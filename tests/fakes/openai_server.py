@@ -29,6 +29,8 @@ It listens on 127.0.0.1, port 0, and prints "PORT <n>" on stdout (and writes
                      run), then a turn showing what ran, then TASK_COMPLETE
   python             a ```python block, then TASK_COMPLETE
   forever            `echo turn N` every turn (the turn limit ends it)
+  env                a command printing the sandbox's environment and processes
+  garbage            HTTP 200 whose body is not JSON (nor SSE)
   tool_bad           a call of an unknown tool, then TASK_COMPLETE
   bad_request        HTTP 400, always (not to be retried)
   script             the replies of --script FILE: a JSON list of assistant
@@ -171,6 +173,10 @@ def behave(model, body, n, conv):
         return text("TASK_COMPLETE")
     if model == "forever":
         return text(fence(f"echo turn {n}"))
+    if model == "env":
+        if n == 0:
+            return text(fence("env; tr '\\0' '\\n' < /proc/1/environ; ps -ef 2>/dev/null"))
+        return text("TASK_COMPLETE")
     if model == "tool_bad":
         if n == 0:
             return tool_call(n, "python", {"code": "print(1)"})
@@ -266,6 +272,15 @@ class Handler(BaseHTTPRequestHandler):
             res = behave(model, body, n_turn, conv)
         except (OSError, ValueError, KeyError) as e:
             res = (500, f"fake server error: {e}")
+        if model == "garbage":
+            data = b"data: this is not json\n\n" if body.get("stream") else b"<html>oops</html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream" if body.get("stream")
+                             else "text/html")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         if isinstance(res[0], int):
             status, msg = res
             hdrs = [("Retry-After", "0")] if status == 429 else []

@@ -260,3 +260,18 @@ Test(policy, bad_agent_args_are_an_agent_error_naming_them)
 	cr_assert_eq(json_array_size(rq), 0);
 	json_decref(rq);
 }
+
+Test(policy, request_timeouts_past_the_retry_budget_are_an_agent_error)
+{
+	/* each request gives up after 0.5 s (the fake sleeps 20): the API failing,
+	 * not the agent's time running out */
+	const char *extra[] = { "request_timeout=0.5", "max_retries=1", NULL };
+	sbx_episode_result r = play("pass", "slow", extra);
+	expect_end(&r, SBX_EPISODE_AGENT_ERROR, "error");
+	cr_assert_eq(r.has_reward, 0);
+	cr_assert_not_null(strstr(r.detail, "retries exhausted"), "%s", r.detail);
+	json_t *rq = requests();
+	cr_assert_eq(json_array_size(rq), 2);
+	json_decref(rq);
+	sbx_episode_result_free(&r);
+}

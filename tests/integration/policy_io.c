@@ -217,3 +217,35 @@ Test(policy_io, a_missing_or_empty_key_file_is_named)
 	cr_assert_not_null(strstr(r.detail, "is empty"), "%s", r.detail);
 	sbx_episode_result_free(&r);
 }
+
+Test(policy_io, the_key_is_not_in_the_sandbox)
+{
+	setenv("POLICY_API_KEY", FAKE_KEY, 1);
+	sbx_episode_result r = play("pass", "env", NULL);
+	expect_end(&r, SBX_EPISODE_SUBMITTED, "task_complete");
+	json_t *t = traj(&r);
+	const char *out = json_string_value(json_object_get(json_array_get(
+		json_object_get(t, "turns"), 0), "output"));
+	cr_assert_not_null(strstr(out, "PATH="), "%s", out);
+	cr_assert_null(strstr(out, FAKE_KEY), "the key reached the sandbox");
+	cr_assert_null(strstr(out, "POLICY_API"), "%s", out);
+	json_decref(t);
+	no_key_anywhere(&r);
+	sbx_episode_result_free(&r);
+}
+
+Test(policy_io, an_answer_that_is_not_json_is_an_agent_error)
+{
+	sbx_episode_result r = play("pass", "garbage", NULL);
+	expect_end(&r, SBX_EPISODE_AGENT_ERROR, "error");
+	cr_assert_not_null(strstr(r.detail, "choices[0].message"), "%s", r.detail);
+	sbx_episode_result_free(&r);
+	const char *extra[] = { "stream=1", NULL };
+	r = play("pass", "garbage", extra);
+	expect_end(&r, SBX_EPISODE_AGENT_ERROR, "error");
+	cr_assert_not_null(strstr(r.detail, "event stream"), "%s", r.detail);
+	sbx_episode_result_free(&r);
+	json_t *rq = requests();
+	cr_assert_eq(json_array_size(rq), 2, "a bad answer is not retried");
+	json_decref(rq);
+}

@@ -30,7 +30,7 @@ Test(srv, auth_before_body)
 {
 	srv_start(&S, NULL, 0);
 	struct sbref a;
-	cr_assert_eq(create_sb(&a, "{\"templateID\":\"base\"}"), 201);
+	cr_assert_eq(create_sb(&a, "{\"templateID\":\"base\",\"timeout\":600}"), 201);
 	char h[1024];
 	/* no API key, 512 MB announced: refused at once, nothing buffered */
 	cr_assert_eq(status_for_head("POST /sandboxes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -89,7 +89,7 @@ Test(srv, idle_connections_time_out)
 	close(fd);
 	/* inactivity only: a process stream silent for longer still runs to its end */
 	struct sbref a;
-	cr_assert_eq(create_sb(&a, "{\"templateID\":\"base\"}"), 201);
+	cr_assert_eq(create_sb(&a, "{\"templateID\":\"base\",\"timeout\":600}"), 201);
 	char *out = sh(&a, "sleep 5; echo done");
 	cr_assert_str_eq(out, "done\n");
 	free(out);
@@ -137,7 +137,7 @@ Test(srv, files_refuses_devices_and_fifos)
 {
 	srv_start(&S, NULL, 0);
 	struct sbref a;
-	cr_assert_eq(create_sb(&a, "{\"templateID\":\"base\"}"), 201);
+	cr_assert_eq(create_sb(&a, "{\"templateID\":\"base\",\"timeout\":600}"), 201);
 	char *o = sh(&a, "ln -s /dev/zero /tmp/zero && mkfifo /tmp/fifo && head -c 3000000 /dev/urandom >/tmp/big && echo ok");
 	cr_assert_str_eq(o, "ok\n");
 	free(o);
@@ -305,7 +305,7 @@ Test(srv, close_stdin_closes_no_other_fd)
 {
 	srv_start(&S, NULL, 0);
 	struct sbref a;
-	cr_assert_eq(create_sb(&a, "{\"templateID\":\"base\"}"), 201);
+	cr_assert_eq(create_sb(&a, "{\"templateID\":\"base\",\"timeout\":600}"), 201);
 	struct bgstart st = { &a, "while [ ! -e /tmp/go ]; do sleep 0.05; done", 0 };
 	pthread_t th;
 	pthread_create(&th, NULL, bgstart_main, &st);
@@ -580,11 +580,11 @@ Test(srv, detail_reports_enforced_limits)
 	const char *opts[] = { "--cpus", "0.5", "--memory-mb", "300", "--storage-mb", "200", NULL };
 	srv_start(&S, opts, 0);
 	struct sbref s;
-	cr_assert_eq(create_sb(&s, "{\"templateID\":\"base\"}"), 201);
+	cr_assert_eq(create_sb(&s, "{\"templateID\":\"base\",\"timeout\":600}"), 201);
 	check_reported(&s);
 	cr_assert(srv_stop(&S));
 	srv_start(&S, NULL, 0);
-	cr_assert_eq(create_sb(&s, "{\"templateID\":\"base\"}"), 201);
+	cr_assert_eq(create_sb(&s, "{\"templateID\":\"base\",\"timeout\":600}"), 201);
 	check_reported(&s);
 	cr_assert(srv_stop(&S));
 }

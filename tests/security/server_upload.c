@@ -134,7 +134,7 @@ Test(upload, uploads_are_streamed_not_buffered)
 {
 	srv_start(&S, NULL, 0);
 	struct sbref a;
-	cr_assert_eq(create_sb(&a, "{\"templateID\":\"base\"}"), 201);
+	cr_assert_eq(create_sb(&a, "{\"templateID\":\"base\",\"timeout\":600}"), 201);
 	char idh[80], tokh[128], kh[200];
 	snprintf(idh, sizeof(idh), "E2b-Sandbox-Id: %s", a.id);
 	snprintf(tokh, sizeof(tokh), "X-Access-Token: %s", a.token);
@@ -197,7 +197,7 @@ Test(upload, upload_bounds_hold)
 {
 	srv_start(&S, NULL, 0);
 	struct sbref a;
-	cr_assert_eq(create_sb(&a, "{\"templateID\":\"base\"}"), 201);
+	cr_assert_eq(create_sb(&a, "{\"templateID\":\"base\",\"timeout\":600}"), 201);
 	char h[1024];
 	/* past the 512 MiB bound: 413 before the body */
 	snprintf(h, sizeof(h), "POST /files?path=/tmp/x HTTP/1.1\r\nHost: x\r\nX-Access-Token: %s\r\n"

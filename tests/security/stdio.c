@@ -9,6 +9,7 @@
  * The sandbox may only ever hold pipe ends the CLI pumps.
  */
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -331,4 +332,62 @@ Test(stdio, output_and_input_are_pumped)
 	cr_assert_eq(stat(p, &st), 0);
 	cr_expect_eq(st.st_size, 2 + (10 << 20), "output size %lld", (long long)st.st_size);
 	done(sb);
+}
+
+/* A process inside that holds its stdout pipe's mutex: busybox cat copies
+ * an idle socket into the pipe with sendfile, which keeps the mutex while
+ * it waits for input. A read() of that pipe, or its last close(), then
+ * waits uninterruptibly. `sbx exec` must still return on the command's exit
+ * status, and whoever reads its stdout to EOF (`$(sbx exec ...)`) must get
+ * the EOF: nothing of ours may be stuck on a pipe the sandbox shares. */
+Test(stdio, pipe_lock_held_inside_cannot_hang_the_cli, .timeout = 180)
+{
+	sbx_sandbox *sb = sandbox();
+	int pp[2];
+	cr_assert_eq(pipe2(pp, O_CLOEXEC), 0);
+	char sbx[512], id[64];
+	snprintf(sbx, sizeof(sbx), "%s/src/cli/sbx", getenv("SBX_BUILD_ROOT"));
+	snprintf(id, sizeof(id), "%s", sbx_sandbox_id(sb));
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(pp[1], 1);
+		execl(sbx, "sbx", "exec", id, "--", "/bin/sh", "-c",
+		      "echo before; exec 9>&1; nc -l -p 5557 -e sh -c 'cat >&9' 2>/dev/null & sleep 0.3; "
+		      "(sleep 1000 | nc 127.0.0.1 5557) & sleep 0.5; exit 7",
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(pp[1]);
+	/* Read stdout to EOF, as a shell's $(...) does, for at most 60 s (a
+	 * bound for the failure case, not a timing assertion). */
+	char buf[256];
+	size_t n = 0;
+	int eof = 0;
+	for (int i = 0; i < 600 && !eof; i++) {
+		struct pollfd pf = { .fd = pp[0], .events = POLLIN };
+		if (poll(&pf, 1, 100) <= 0)
+			continue;
+		ssize_t k = read(pp[0], buf + n, sizeof(buf) - 1 - n);
+		if (k <= 0)
+			eof = 1;
+		else
+			n += (size_t)k;
+	}
+	buf[n] = '\0';
+	int st = 0, exited = 0;
+	for (int i = 0; i < 600 && !exited; i++)
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			exited = 1;
+		else
+			usleep(100 * 1000);
+	close(pp[0]);
+	/* Either way the sandbox goes: it unblocks a stuck CLI too. */
+	done(sb);
+	if (!exited)
+		waitpid(pid, &st, 0);
+	cr_assert(eof, "the CLI's stdout never reached EOF while a process inside held the pipe's mutex");
+	cr_assert(exited, "sbx exec did not return while a process inside held the pipe's mutex");
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 7, "sbx exec: status %d", st);
+	cr_expect_str_eq(buf, "before\n");
 }

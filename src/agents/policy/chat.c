@@ -225,7 +225,8 @@ int sbx__policy_chat(struct chat_reply *out, const struct policy_cfg *c, json_t 
 			break;
 		}
 		double to = c->request_timeout < left ? c->request_timeout : left;
-		struct stream s = { .prompt_tokens = -1, .completion_tokens = -1 };
+		struct stream s = { .prompt_tokens = -1, .completion_tokens = -1,
+				    .retry_after = -1 };
 		sbx__buf_init(&s.line, RESP_MAX);
 		sbx__buf_init(&s.raw, c->stream ? 4096 : RESP_MAX);
 		sbx_http_req rq = { 0 };
@@ -286,13 +287,14 @@ int sbx__policy_chat(struct chat_reply *out, const struct policy_cfg *c, json_t 
 			break;
 		}
 		if (!retry || attempt >= c->max_retries) {
-			r = sbx_error_set(err, r, "POST %s: %s%s", where, why,
+			/* a request timeout is the API failing, not the agent's time */
+			r = sbx_error_set(err, r == -ETIMEDOUT ? -EIO : r, "POST %s: %s%s", where, why,
 					  retry ? " (retries exhausted)" : "");
 			break;
 		}
 		double wait = BACKOFF_BASE_S * pow(2, attempt);
 		wait = (wait > BACKOFF_CAP_S ? BACKOFF_CAP_S : wait) * jitter();
-		if (ra > 0)
+		if (ra >= 0)
 			wait = ra < BACKOFF_CAP_S ? ra : BACKOFF_CAP_S;
 		SBX_LOGI("policy agent: POST %s: %s; retry %u of %u in %.1f s", where, why,
 			 attempt + 1, c->max_retries, wait);

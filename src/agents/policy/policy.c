@@ -319,8 +319,8 @@ static int run(sbx_episode *ep, sbx_agent_outcome *out, sbx_error **err)
 	out->exit_code = l.exit_code;
 	out->timed_out = l.timed_out;
 	out->end_reason = xstrdup(l.end ? l.end : "error");
-	out->detail = xasprintf("%u turns, %u commands, end %s", l.turns, l.tool_calls,
-				out->end_reason);
+	out->detail = xasprintf("%u turn%s, %u command%s, end %s", l.turns, l.turns == 1 ? "" : "s",
+				l.tool_calls, l.tool_calls == 1 ? "" : "s", out->end_reason);
 	out->metrics_json = metrics(&l);
 	out->trajectory_json = trajectory(&l);
 	sbx__policy_cfg_free(&l.cfg);

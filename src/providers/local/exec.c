@@ -22,6 +22,11 @@
 #include "local_int.h"
 
 #define DEFAULT_OUTPUT_MAX (16u << 20)
+/* After the exit status: background processes get this long to close the
+ * pipes once what the command wrote is in; a reader that cannot say it took
+ * that (stuck on a pipe's mutex) is waited for this much longer at most. */
+#define DRAIN_GRACE_S 0.05
+#define DRAIN_MAX_S 5.0
 
 /*
  * The output pipes are shared with the sandbox, and a read() of a pipe
@@ -39,6 +44,8 @@ struct outpump {
 	int fd[2];          /* stdout/stderr read ends, the reader's to close (-1 at EOF) */
 	int wake;           /* eventfd: the reader's poll ends when stop is set */
 	int note;           /* eventfd: the exec's poll learns that both hit EOF */
+	int kick;           /* eventfd: the command exited, take what the pipes hold */
+	int drained;        /* eventfd: the reader took it (what the command wrote is in) */
 	sbx_buf buf[2];
 	int truncated[2];
 	size_t max;
@@ -62,6 +69,10 @@ static void outpump_unref(struct outpump *p)
 		close(p->wake);
 	if (p->note >= 0)
 		close(p->note);
+	if (p->kick >= 0)
+		close(p->kick);
+	if (p->drained >= 0)
+		close(p->drained);
 	pthread_mutex_destroy(&p->lk);
 	free(p);
 }
@@ -82,35 +93,64 @@ static void take(struct outpump *p, int i, const char *chunk, size_t n)
 	pthread_mutex_unlock(&p->lk);
 }
 
+/* Reads what pipe i holds now; 0 at EOF or on an error (then closed). */
+static int read_once(struct outpump *p, int i, char *chunk, size_t size)
+{
+	ssize_t n = read(p->fd[i], chunk, size);
+	if (n > 0) {
+		take(p, i, chunk, (size_t)n);
+		return 1;
+	}
+	if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+		close(p->fd[i]);
+		p->fd[i] = -1;
+	}
+	return 0;
+}
+
+/* Everything the pipes hold at this moment, then a note to the exec: what
+ * the command wrote before its exit status came is all in. Bounded by what
+ * the pipes held plus what writers add meanwhile: a background process
+ * writing for ever is cut at 64 rounds. */
+static void drain_now(struct outpump *p, char *chunk, size_t size)
+{
+	for (int round = 0, more = 1; more && round < 64; round++) {
+		more = 0;
+		for (int i = 0; i < 2; i++) {
+			struct pollfd pf = { .fd = p->fd[i], .events = POLLIN };
+			if (p->fd[i] >= 0 && poll(&pf, 1, 0) > 0)
+				more |= read_once(p, i, chunk, size);
+		}
+	}
+	uint64_t one = 1;
+	(void)!write(p->drained, &one, sizeof(one));
+}
+
 static void *outpump_main(void *arg)
 {
 	struct outpump *p = arg;
 	char chunk[65536];
 	for (;;) {
-		struct pollfd pf[3] = { { .fd = p->wake, .events = POLLIN } };
-		int np = 1, idx[3] = { -1, -1, -1 };
+		struct pollfd pf[4] = { { .fd = p->wake, .events = POLLIN }, { .fd = p->kick, .events = POLLIN } };
+		int np = 2, idx[4] = { -1, -1, -1, -1 };
 		for (int i = 0; i < 2; i++)
 			if (p->fd[i] >= 0) {
 				idx[np] = i;
 				pf[np++] = (struct pollfd){ .fd = p->fd[i], .events = POLLIN };
 			}
-		if (np == 1)
+		if (np == 2)
 			break;
 		if (poll(pf, (nfds_t)np, -1) < 0 && errno != EINTR)
 			break;
 		if (pf[0].revents)
 			break; /* stop */
-		for (int j = 1; j < np; j++) {
-			if (!pf[j].revents)
-				continue;
-			int i = idx[j];
-			ssize_t n = read(p->fd[i], chunk, sizeof(chunk));
-			if (n > 0) {
-				take(p, i, chunk, (size_t)n);
-			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-				close(p->fd[i]);
-				p->fd[i] = -1;
-			}
+		for (int j = 2; j < np; j++)
+			if (pf[j].revents)
+				read_once(p, idx[j], chunk, sizeof(chunk));
+		if (pf[1].revents) {
+			uint64_t v;
+			(void)!read(p->kick, &v, sizeof(v));
+			drain_now(p, chunk, sizeof(chunk));
 		}
 	}
 	/* Closed here, never by the exec: a sandbox process may hold the
@@ -138,11 +178,13 @@ static int outpump_start(struct outpump **out, int ofd, int efd, const sbx_exec_
 	p->refs = 2;
 	p->wake = eventfd(0, EFD_CLOEXEC);
 	p->note = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	p->kick = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	p->drained = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	p->fd[0] = ofd;
 	p->fd[1] = efd;
 	sbx__buf_init(&p->buf[0], max);
 	sbx__buf_init(&p->buf[1], max);
-	int e = p->wake < 0 || p->note < 0 ? errno : 0;
+	int e = p->wake < 0 || p->note < 0 || p->kick < 0 || p->drained < 0 ? errno : 0;
 	pthread_t t;
 	pthread_attr_t at;
 	if (!e) {
@@ -231,14 +273,17 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 			shutdown(in_w, SHUT_WR);
 		in_w = -1;
 	}
-	int exited = 0, status = 0, timed_out = 0, eof = 0;
-	double drain_until = 0;
+	int exited = 0, status = 0, timed_out = 0, eof = 0, drained = 0;
+	double drain_until = 0, drain_max = 0;
 	while (!exited || !eof) {
-		struct pollfd pf[3];
-		int np = 0, ci = -1, ni = -1, ii = -1;
+		struct pollfd pf[4];
+		int np = 0, ci = -1, ni = -1, ii = -1, di = -1;
 		if (!exited) {
 			ci = np;
 			pf[np++] = (struct pollfd){ .fd = fds.status_fd, .events = POLLIN };
+		} else if (!drained) {
+			di = np;
+			pf[np++] = (struct pollfd){ .fd = op->drained, .events = POLLIN };
 		}
 		ni = np;
 		pf[np++] = (struct pollfd){ .fd = op->note, .events = POLLIN };
@@ -249,8 +294,12 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 		int timeout = -1;
 		if (exited) {
 			/* The command is gone; background children may still hold the
-			 * pipes. Take what is already there, then stop. */
-			double left = drain_until - sbx__now_mono();
+			 * pipes. Once the reader has taken what they hold (however
+			 * late a loaded host schedules it), give them the grace,
+			 * then stop. A reader stuck on a pipe's mutex never says it
+			 * drained: drain_max bounds that. */
+			double now = sbx__now_mono();
+			double left = (drained ? drain_until : drain_max) - now;
 			if (left <= 0)
 				break;
 			timeout = (int)(left * 1000) + 1;
@@ -267,6 +316,8 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 			(void)!read(op->note, &v, sizeof(v));
 			eof = 1; /* the reader only ends early at EOF of both */
 		}
+		if (di >= 0 && pf[di].revents)
+			drained = 1;
 		if (ii >= 0 && pf[ii].revents) {
 			size_t len = in_left > 65536 ? 65536 : in_left;
 			ssize_t w = tty ? write(in_w, in_data, len) : send(in_w, in_data, len, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -293,7 +344,10 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 				goto out;
 			if (r == 1) {
 				exited = 1;
-				drain_until = sbx__now_mono() + 0.05;
+				drain_until = sbx__now_mono() + DRAIN_GRACE_S;
+				drain_max = drain_until + DRAIN_MAX_S;
+				uint64_t one = 1;
+				(void)!write(op->kick, &one, sizeof(one));
 			}
 			r = 0;
 		}
