@@ -65,9 +65,9 @@ static int serve(int argc, char **argv)
 			       .ping_timeout_s = 60, .message_timeout_s = 120 };
 	const char *tasks = NULL, *backend = NULL;
 	uint64_t u;
-	int ch, r;
+	int ch, r, idx = 0;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
 		switch (ch) {
 		case 'h': printf("%s", openenv_help); return EXIT_OK;
 		case O_LISTEN: snprintf(listen_buf, sizeof(listen_buf), "%s", optarg); break;
@@ -78,8 +78,8 @@ static int serve(int argc, char **argv)
 		case O_MAXM:
 		case O_WORKERS:
 			if (sbx__parse_u64(&u, optarg) < 0 || u == 0 || u > 100000)
-				return cli_usage_error("openenv serve", "expected a number from 1 to 100000, got '%s'",
-						       optarg);
+				return cli_usage_error("openenv serve", "--%s expects a number from 1 to 100000, got '%s'",
+						       opts[idx].name, optarg);
 			if (ch == O_MAXS)
 				c.max_sessions = (unsigned)u;
 			else if (ch == O_WORKERS)
@@ -95,8 +95,8 @@ static int serve(int argc, char **argv)
 		case O_MSGTO: {
 			double v;
 			if (parse_seconds(&v, optarg) < 0)
-				return cli_usage_error("openenv serve", "expected seconds (a number >= 0), got '%s'",
-						       optarg);
+				return cli_usage_error("openenv serve", "--%s expects seconds (a number >= 0), got '%s'",
+						       opts[idx].name, optarg);
 			if (ch == O_STEP)
 				c.step_timeout_s = v;
 			else if (ch == O_PING)
