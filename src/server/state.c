@@ -55,10 +55,13 @@ void sbx__srv_state_close(struct server *srv)
 
 json_t *sbx__srv_sandbox_to_row(const struct srv_sandbox *s)
 {
-	return json_pack("{s:s,s:s,s:s?,s:s,s:O,s:O,s:f,s:f,s:b,s:b,s:s?,s:s?}", "id", s->id, "templateID",
-			 s->template_id, "alias", s->alias, "token", s->token, "metadata", s->metadata, "envVars",
-			 s->env_vars, "startedAt", s->started_at, "endAt", s->end_at, "paused", s->paused,
-			 "allowInternet", s->allow_internet, "user", s->user, "workdir", s->workdir);
+	json_t *o = json_pack("{s:s,s:s,s:s?,s:s,s:O,s:O,s:f,s:f,s:b,s:b,s:s?,s:s?}", "id", s->id, "templateID",
+			      s->template_id, "alias", s->alias, "token", s->token, "metadata", s->metadata, "envVars",
+			      s->env_vars, "startedAt", s->started_at, "endAt", s->end_at, "paused", s->paused,
+			      "allowInternet", s->allow_internet, "user", s->user, "workdir", s->workdir);
+	if (o && s->private_traffic)
+		json_object_set_new(o, "trafficToken", json_string(s->traffic_token));
+	return o;
 }
 
 static void exec_stmt(struct server *srv, const char *sql, const char *a, const char *b)
@@ -125,6 +128,11 @@ static struct srv_sandbox *from_row(const char *id, const char *data)
 	s->end_at = json_real_value(json_object_get(o, "endAt"));
 	s->paused = json_is_true(json_object_get(o, "paused"));
 	s->allow_internet = json_is_true(json_object_get(o, "allowInternet"));
+	const char *tt = json_string_value(json_object_get(o, "trafficToken"));
+	if (tt && *tt) { /* a private sandbox stays private across restarts */
+		snprintf(s->traffic_token, sizeof(s->traffic_token), "%s", tt);
+		s->private_traffic = 1;
+	}
 	s->user = jstr(o, "user");
 	s->workdir = jstr(o, "workdir");
 	json_decref(o);
