@@ -14,6 +14,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -339,6 +341,11 @@ void sbx__srv_relays_add(struct server *srv, const char *sid, int cfd, struct MH
 	int fl = fcntl(cfd, F_GETFL);
 	if (fl >= 0)
 		fcntl(cfd, F_SETFL, fl | O_NONBLOCK);
+	/* Messages, not a bulk stream: each relayed write goes out at once
+	 * (Nagle would hold a small frame for the peer's delayed ACK). */
+	int nodelay = 1;
+	setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof(nodelay));
+	setsockopt(bfd, IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof(nodelay));
 	/* What either side sent along with the handshake goes out first, here:
 	 * the relay's buffers then start empty (and stay small). */
 	int ok = send_now(cfd, to_client, nc) == 0 && send_now(bfd, to_sandbox, ns) == 0;
