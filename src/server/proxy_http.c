@@ -326,6 +326,8 @@ static ssize_t take(struct srv_proxy *px, char *out, size_t max)
  * > 0, or an MHD end code. */
 static ssize_t next_body(struct srv_proxy *px, char *out, size_t max)
 {
+	if (px->mode == BODY_NONE)
+		return MHD_CONTENT_READER_END_OF_STREAM;
 	for (;;) {
 		if (px->mode == BODY_LENGTH || px->mode == BODY_EOF ||
 		    (px->mode == BODY_CHUNKED && px->ch == CH_DATA)) {
