@@ -361,6 +361,32 @@ Test(ports, destroyed_sandbox_closes_its_websockets)
 	srv_stop(&S);
 }
 
+Test(ports, idle_proxied_connections_close)
+{
+	const char *extra[] = { "--proxy-idle-timeout", "1", NULL };
+	start(extra);
+	struct sbref s;
+	new_sandbox(&s, NULL);
+	start_helper(&s, 8000);
+	int fd = ws_open(s.id);
+	cr_assert_geq(fd, 0);
+	char got[64];
+	/* traffic keeps it open past the idle timeout... */
+	for (int i = 0; i < 12; i++) {
+		ws_frame(fd, 0x9, "k", 1);
+		cr_assert_eq(ws_read(fd, got, sizeof(got)), 0xA, "ping %d after %d ms of activity", i, i * 250);
+		nap_ms(250);
+	}
+	struct resp r = req("GET", "/metrics", NULL, NULL, 0, 30000);
+	cr_assert(strstr(r.body, "sbx_serve_proxy_connections 1\n"), "%s", r.body);
+	free(r.body);
+	/* ...silence closes it */
+	char buf[64];
+	cr_assert(read_until_closed(fd, buf, sizeof(buf), 30000), "an idle WebSocket stayed open");
+	close(fd);
+	srv_stop(&S);
+}
+
 Test(ports, per_sandbox_cap)
 {
 	const char *extra[] = { "--max-proxy-connections", "2", NULL };
