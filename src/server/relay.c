@@ -80,6 +80,8 @@ int sbx__srv_relays_track(struct server *srv, const char *sid, int fd)
 {
 	struct srv_relays *R = srv->relays;
 	unsigned cap = srv->cfg.max_proxy_connections ? srv->cfg.max_proxy_connections : SRV_PROXY_PER_SANDBOX;
+	if (!R)
+		return -EAGAIN; /* no table (the relay never started): nothing is proxied */
 	pthread_mutex_lock(&R->lk);
 	size_t mine = 0;
 	for (size_t i = 0; i < R->n; i++)
@@ -113,6 +115,8 @@ static void untrack_locked(struct srv_relays *R, int fd)
 
 void sbx__srv_relays_untrack(struct server *srv, int fd)
 {
+	if (!srv->relays)
+		return;
 	pthread_mutex_lock(&srv->relays->lk);
 	untrack_locked(srv->relays, fd);
 	pthread_mutex_unlock(&srv->relays->lk);
