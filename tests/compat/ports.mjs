@@ -4,14 +4,19 @@
 // `sbx serve` answers (by default ADDR.sslip.io:PORT). sslip.io names resolve
 // to the address they spell; this test resolves them the same way itself, so
 // it needs no DNS. Also: the E2b-Sandbox-Id/-Port header route, a closed port
-// (502), and allowPublicTraffic: false with the SDK's trafficAccessToken.
+// (502), allowPublicTraffic: false with the SDK's trafficAccessToken, and a
+// WebSocket server (tests/integration/porthelper, uploaded with files.write;
+// SBX_PORTHELPER names it, else that check is skipped) reached at getHost()
+// for 1800 ping/pong and 1800 message round trips (30 minutes of a client
+// pinging every second).
 //
 //   node ports.mjs SDK_PREFIX      (SDK_PREFIX/node_modules/e2b, from install.sh)
 //
 // Environment as for suite.mjs (E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY).
 // Ends with "ports e2b@VER: N passed, N failed, N skipped"; exit 0 when nothing failed.
 import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -99,6 +104,56 @@ async function until200(host, path, headers) {
 const HTTPD = (port, text) =>
   `mkdir -p /tmp/www && echo '${text}' > /tmp/www/index.html && exec busybox httpd -f -p ${port} -h /tmp/www`;
 
+// ---- a minimal WebSocket client over node:http's upgrade ----------------------
+function wsOpen(host, path) {
+  const key = Buffer.from(Array.from({ length: 16 }, (_, i) => i * 7 + 3)).toString('base64');
+  const u = new URL(`http://${host}${path}`);
+  return new Promise((resolve, reject) => {
+    const r = http.request({
+      hostname: u.hostname, port: u.port || 80, path: u.pathname, lookup: sslipLookup, agent: false,
+      headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Key': key, 'Sec-WebSocket-Version': '13' },
+    });
+    r.on('upgrade', (res, socket, head) => {
+      const want = createHash('sha1').update(key + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
+      if (res.headers['sec-websocket-accept'] !== want) return reject(new Error('bad Sec-WebSocket-Accept'));
+      socket.setNoDelay(true);
+      let buf = head && head.length ? Buffer.from(head) : Buffer.alloc(0);
+      let waiting = null;
+      const pump = () => {
+        if (!waiting || buf.length < 2) return;
+        const n = buf[1] & 127; // server frames: unmasked, short in this test
+        if (buf.length < 2 + n) return;
+        const frame = { op: buf[0] & 15, data: buf.subarray(2, 2 + n).toString() };
+        buf = buf.subarray(2 + n);
+        const w = waiting;
+        waiting = null;
+        w.resolve(frame);
+      };
+      socket.on('data', (d) => { buf = Buffer.concat([buf, d]); pump(); });
+      socket.on('close', () => waiting && waiting.reject(new Error('websocket closed')));
+      resolve({
+        send(op, text) {
+          const p = Buffer.from(text);
+          const mask = Buffer.from([1, 2, 3, 4]);
+          const f = Buffer.alloc(6 + p.length);
+          f[0] = 0x80 | op;
+          f[1] = 0x80 | p.length;
+          mask.copy(f, 2);
+          for (let i = 0; i < p.length; i++) f[6 + i] = p[i] ^ mask[i & 3];
+          socket.write(f);
+        },
+        next() {
+          return new Promise((res2, rej2) => { waiting = { resolve: res2, reject: rej2 }; pump(); });
+        },
+        close() { socket.destroy(); },
+      });
+    });
+    r.on('response', (res) => reject(new Error(`upgrade answered ${res.statusCode}`)));
+    r.on('error', reject);
+    r.end();
+  });
+}
+
 const made = [];
 async function main() {
   const sbx = await Sandbox.create();
@@ -125,6 +180,27 @@ async function main() {
     const r = await getVia(sbx.getHost(8001), '/');
     ok(r.status === 502, `status ${r.status}`);
     ok(/port is not open/.test(JSON.parse(r.body).message), r.body);
+  });
+  await check('a WebSocket server in the sandbox: 3600 round trips through getHost(port)', async () => {
+    const helper = process.env.SBX_PORTHELPER;
+    if (!helper || !existsSync(helper)) throw new Skip('SBX_PORTHELPER (tests/integration/porthelper) is not set');
+    const bin = readFileSync(helper);
+    await sbx.files.write('/tmp/porthelper', bin.buffer.slice(bin.byteOffset, bin.byteOffset + bin.byteLength));
+    await sbx.commands.run('chmod 755 /tmp/porthelper');
+    await sbx.commands.run('exec /tmp/porthelper 8002', { background: true });
+    await until200(sbx.getHost(8002), '/');
+    const ws = await wsOpen(sbx.getHost(8002), '/ws');
+    const t0 = Date.now();
+    for (let i = 0; i < 1800; i++) {
+      ws.send(0x9, `ping ${i}`);
+      let f = await ws.next();
+      ok(f.op === 0xa && f.data === `ping ${i}`, `pong ${i}: ${JSON.stringify(f)}`);
+      ws.send(0x1, `step ${i}`);
+      f = await ws.next();
+      ok(f.op === 0x1 && f.data === `step ${i}`, `echo ${i}: ${JSON.stringify(f)}`);
+    }
+    console.log(`     3600 round trips in ${Date.now() - t0} ms`);
+    ws.close();
   });
   await check('allowPublicTraffic: false needs the trafficAccessToken', async () => {
     const priv = await Sandbox.create({ network: { allowPublicTraffic: false } });
