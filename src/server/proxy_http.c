@@ -540,6 +540,10 @@ void sbx__srv_proxy_finish(struct srv_req *r)
 		px->fd = -1;
 		px->upg = u;
 		struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, u);
+		if (!resp) { /* a libmicrohttpd without upgrade support */
+			sbx__srv_proxy_error(r, 502, px->port, "this server cannot relay protocol upgrades");
+			return;
+		}
 		copy_headers(px, resp, hs, he, 1);
 		sbx__srv_queue(r, 101, resp, NULL);
 		return;
@@ -552,6 +556,11 @@ void sbx__srv_proxy_finish(struct srv_req *r)
 										     : MHD_SIZE_UNKNOWN;
 	atomic_fetch_add(&px->refs, 1);
 	struct MHD_Response *resp = MHD_create_response_from_callback(size, 64 * 1024, body_read, px, body_free);
+	if (!resp) {
+		px_put(px);
+		sbx__srv_proxy_error(r, 500, px->port, "out of memory relaying port %u", px->port);
+		return;
+	}
 	copy_headers(px, resp, hs, he, 0);
 	sbx__srv_queue(r, hd.status, resp, NULL);
 }
