@@ -112,12 +112,15 @@ json_t *sbx__srv_sandbox_json(struct server *srv, struct srv_sandbox *s, int det
 {
 	json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "templateID", s->template_id, "sandboxID", s->id, "clientID",
 			      SRV_CLIENT_ID, "envdVersion", SRV_ENVD_VERSION);
+	char *domain = sbx__srv_proxy_domain(srv);
 	if (s->alias)
 		json_object_set_new(o, "alias", json_string(s->alias));
 	if (detail < 0) { /* create / connect */
 		json_object_set_new(o, "envdAccessToken", json_string(s->token));
-		json_object_set_new(o, "domain", json_null());
-		json_object_set_new(o, "trafficAccessToken", json_null());
+		json_object_set_new(o, "domain", json_string_nocheck(domain));
+		json_object_set_new(o, "trafficAccessToken",
+				    s->private_traffic ? json_string(s->traffic_token) : json_null());
+		free(domain);
 		return o;
 	}
 	pthread_mutex_lock(&srv->lock);
@@ -139,11 +142,13 @@ json_t *sbx__srv_sandbox_json(struct server *srv, struct srv_sandbox *s, int det
 	free(en);
 	if (detail > 0) {
 		json_object_set_new(o, "envdAccessToken", json_string(s->token));
-		json_object_set_new(o, "domain", json_null());
+		json_object_set_new(o, "domain", json_string_nocheck(domain));
 		json_object_set_new(o, "allowInternetAccess", json_boolean(s->allow_internet));
+		json_object_set_new(o, "network", json_pack("{s:b}", "allowPublicTraffic", !s->private_traffic));
 		json_object_set_new(o, "lifecycle",
 				    json_pack("{s:s,s:b}", "onTimeout", s->auto_pause ? "pause" : "kill", "autoResume", 0));
 	}
+	free(domain);
 	return o;
 }
 
@@ -158,6 +163,13 @@ static void create(struct srv_req *r, int v2)
 	json_t *meta = json_object_get(b, "metadata"), *envs = json_object_get(b, "envVars");
 	json_t *inet = json_object_get(b, "allow_internet_access");
 	json_t *apause = json_object_get(b, "autoPause");
+	json_t *net = json_object_get(b, "network");
+	json_t *pub = json_is_object(net) ? json_object_get(net, "allowPublicTraffic") : NULL;
+	if (pub && !json_is_boolean(pub) && !json_is_null(pub)) {
+		sbx__srv_reply_error(r, 400, "invalid sandbox spec: network.allowPublicTraffic must be a boolean");
+		json_decref(b);
+		return;
+	}
 	if (!tid) {
 		/* The API requires it; every SDK sends it ("base" by default). */
 		sbx__srv_reply_error(r, 400, "invalid sandbox spec: templateID is required");
@@ -245,6 +257,11 @@ static void create(struct srv_req *r, int v2)
 	s->template_id = xstrdup(template_id);
 	s->alias = xstrdup(image);
 	sbx__srv_auth_new_token(s->token);
+	/* allowPublicTraffic: false makes its user ports need this token
+	 * (proxy_route.c); E2B's default is public. */
+	s->private_traffic = pub && json_is_false(pub);
+	if (s->private_traffic)
+		sbx__srv_auth_new_token(s->traffic_token);
 	s->metadata = meta ? json_copy(meta) : json_object();
 	s->env_vars = envs ? json_copy(envs) : json_object();
 	s->started_at = sbx__now_real();

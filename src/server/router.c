@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Request dispatch for the combined port (docs/server.md, "Routing and auth"): a request
- * with E2b-Sandbox-Id, an envd RPC path or /files goes to the data plane
+ * for a user port of a sandbox (proxy_route.c) is proxied; one with E2b-Sandbox-Id
+ * (or a Host routed to port 49983), an envd RPC path or /files goes to the data plane
  * (the sandbox found by header, else by its envd access token); everything
  * else is the control plane, which needs X-API-KEY except /health and
  * /metrics. Authorization runs on the headers, before the body is read
@@ -78,8 +79,7 @@ static int authorize_data(struct srv_req *r, const char *sid)
 	int rpc = is_rpc(r->url);
 	const char *port = sbx__srv_header(r, "E2b-Sandbox-Port");
 	if (port && strcmp(port, ENVD_PORT) != 0) {
-		sbx__srv_reply_error(r, 502, "port %s of sandbox %s is not reachable: sbx serve proxies only envd (%s)",
-				port, sid ? sid : "?", ENVD_PORT);
+		sbx__srv_reply_error(r, 400, "E2b-Sandbox-Port %s needs E2b-Sandbox-Id (the sandbox to route to)", port);
 		return 0;
 	}
 	struct srv_sandbox *s = NULL;
@@ -118,9 +118,16 @@ static int authorize_data(struct srv_req *r, const char *sid)
 
 int sbx__srv_authorize(struct srv_req *r)
 {
-	if (sbx__dt_match(r->url))
+	char tsid[32];
+	unsigned tport = 0;
+	int t = sbx__srv_proxy_target(r, tsid, &tport);
+	if (t < 0)
+		return 0;
+	if (t == 1 && tport != SRV_ENVD_PORT)
+		return sbx__srv_proxy_authorize(r, tsid, tport);
+	if (t == 0 && sbx__dt_match(r->url))
 		return sbx__dt_authorize(r); /* the Daytona API: Bearer */
-	const char *sid = sbx__srv_header(r, "E2b-Sandbox-Id");
+	const char *sid = t == 1 ? tsid : sbx__srv_header(r, "E2b-Sandbox-Id");
 	if (sid || is_rpc(r->url) || strcmp(r->url, "/files") == 0)
 		return authorize_data(r, sid);
 	if (strcmp(r->url, "/health") == 0 || (strcmp(r->url, "/metrics") == 0 && strcmp(r->method, "GET") == 0))
@@ -176,7 +183,7 @@ int sbx__srv_is_upload(const char *method, const char *url)
 
 void sbx__srv_route_begin(struct srv_req *r)
 {
-	if (sbx__dt_match(r->url)) {
+	if (sbx__dt_match(r->url) && !r->sb && !r->proxy_port) {
 		sbx__dt_route_begin(r);
 		return;
 	}
@@ -194,7 +201,11 @@ void sbx__srv_route_begin(struct srv_req *r)
 /* After sbx__srv_authorize() let the request through and its body is in. */
 void sbx__srv_route(struct srv_req *r)
 {
-	if (sbx__dt_match(r->url)) {
+	if (r->proxy_port) {
+		sbx__srv_proxy_finish(r);
+		return;
+	}
+	if (sbx__dt_match(r->url) && !r->sb) {
 		sbx__dt_route(r);
 		return;
 	}

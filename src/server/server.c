@@ -145,6 +145,8 @@ int sbx__srv_sandbox_kill(struct server *srv, struct srv_sandbox *s, const char 
 		     : sbx_sandbox_destroy(s->sb, &e);
 	if (r < 0)
 		SBX_LOGW("serve: destroy %s: %s", s->id, e ? e->msg : "?");
+	/* Its services are gone: so are the connections proxied to them. */
+	sbx__srv_relays_sandbox_gone(srv, s->id);
 	sbx_error_free(e);
 	sbx__srv_state_delete(srv, s->id);
 	atomic_fetch_add(&srv->m.destroys, 1);
@@ -370,6 +372,8 @@ static int serve(struct server *srv, sbx_error **err)
 		return r;
 	if ((r = sbx__srv_state_open(srv, err)) < 0 || (r = sbx__srv_state_reconcile(srv, err)) < 0)
 		return r;
+	if ((r = sbx__srv_relays_start(srv, err)) < 0)
+		return r;
 	void *daemon = NULL;
 	if ((r = sbx__srv_http_start(srv, &daemon, &srv->port, err)) < 0)
 		return r;
@@ -385,6 +389,7 @@ static int serve(struct server *srv, sbx_error **err)
 	if (te != 0) {
 		/* Without the timer no deadline or TTL would be enforced. */
 		atomic_store(&srv->stopping, 1);
+		sbx__srv_relays_stop(srv);
 		http_stop_bounded(daemon);
 		drain(srv, srv->cfg.destroy_on_exit);
 		return sbx_error_setsys(err, -te, te, "start the server's timer thread");
@@ -400,6 +405,7 @@ static int serve(struct server *srv, sbx_error **err)
 		srv->cfg.destroy_on_exit ? " (destroying sandboxes)" : "");
 	atomic_store(&srv->stopping, 1);
 	sbx__srv_timer_kick(srv);
+	sbx__srv_relays_stop(srv); /* MHD must not stop with upgraded connections open */
 	if (!http_stop_bounded(daemon)) {
 		srv->abandoned = 1;
 		fprintf(stderr, "sbx serve: connections still busy after %d s (a call blocked in a sandbox); "
@@ -449,6 +455,7 @@ out:
 	sbx_error_free(err);
 	if (srv->abandoned)
 		return rc; /* threads still use srv; the process is about to exit */
+	sbx__srv_relays_free(srv);
 	sbx__srv_builds_free(srv);
 	sbx__srv_state_close(srv);
 	sbx_runtime_free(srv->rt);

@@ -35,6 +35,13 @@
 #define SRV_MAX_CONNECTIONS_PER_IP 4096u
 #define SRV_IDLE_TIMEOUT_S 60u
 #define SRV_READ_MAX (1024u << 20)      /* /files downloads without path fds (remote providers) */
+#define SRV_ENVD_PORT 49983u
+#define SRV_PROXY_IDLE_TIMEOUT_S 600u   /* --proxy-idle-timeout default */
+#define SRV_PROXY_PER_SANDBOX 256u      /* --max-proxy-connections default */
+#define SRV_TRAFFIC_HEADER "e2b-traffic-access-token"
+
+struct srv_proxy;
+struct srv_relays;
 
 struct srv_build;
 struct sqlite3;
@@ -73,6 +80,8 @@ struct srv_sandbox {
 	char *template_id;
 	char *alias;                 /* image name it was created from */
 	char token[65];
+	char traffic_token[65];      /* allowPublicTraffic: false: user ports need it */
+	int private_traffic;
 	json_t *metadata;            /* object */
 	json_t *env_vars;            /* object */
 	double started_at, end_at;   /* unix seconds */
@@ -126,6 +135,7 @@ struct server {
 	struct srv_build *builds;
 	unsigned port;
 	int abandoned;                /* stopped with connection threads still busy */
+	struct srv_relays *relays;    /* proxied connections (relay.c) */
 };
 
 /* ---- http.c -------------------------------------------------------------- */
@@ -171,6 +181,10 @@ struct srv_req {
 	int queued;
 	int authorized;               /* headers checked; the body may be read */
 	struct srv_sandbox *sb;       /* data plane: the sandbox (a reference) */
+	int begun;                    /* on_request saw the headers */
+	char *raw_uri;                /* the request target as sent (path and query) */
+	unsigned proxy_port;          /* a user port of sb: proxied (proxy_http.c) */
+	struct srv_proxy *proxy;
 };
 
 int sbx__srv_http_start(struct server *srv, void **daemon_out, unsigned *port_out, sbx_error **err);
@@ -188,6 +202,11 @@ void sbx__srv_reply_error(struct srv_req *r, int status, const char *fmt, ...) _
 /* Unary Connect error {"code":"not_found","message":...}. */
 void sbx__srv_reply_connect_error(struct srv_req *r, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+struct MHD_Response;
+/* Queues resp (and destroys this reference) with status and Content-Type. */
+void sbx__srv_queue(struct srv_req *r, int status, struct MHD_Response *resp, const char *ctype);
+/* Counts as activity for the connection's idle timeout. */
+void sbx__srv_touch(struct srv_req *r);
 /* Starts a streaming response; takes ownership of s (fini runs at the end). */
 void sbx__srv_reply_stream(struct srv_req *r, struct srv_stream *s);
 
@@ -204,6 +223,49 @@ void sbx__srv_route_begin(struct srv_req *r);
 void sbx__srv_route(struct srv_req *r);
 /* Splits url path into at most max segments (owned copy in *buf). */
 size_t sbx__srv_split_path(char **segs, size_t max, char **buf, const char *path);
+
+/* ---- proxy_route.c: user ports ({port}-{id}.{domain}, E2b-Sandbox-Port) -- */
+
+/* Where a request goes by its Host ({port}-{id}.{domain}) or routing
+ * headers: 0 for the server itself; 1 with sid and port filled (port may
+ * be envd's); -1 after replying 400 (a malformed routing header). */
+int sbx__srv_proxy_target(struct srv_req *r, char sid[32], unsigned *port);
+/* A user port, from the headers alone: the sandbox (r->sb taken), paused
+ * or not, and its traffic token. 1 to go on, 0 after replying. */
+int sbx__srv_proxy_authorize(struct srv_req *r, const char *sid, unsigned port);
+/* An E2B-shaped proxy error {"code","message","sandboxId"[,"port"]}. */
+void sbx__srv_proxy_error(struct srv_req *r, int status, unsigned port, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* The domain create/connect answers (getHost's suffix); owned, or NULL. */
+char *sbx__srv_proxy_domain(struct server *srv);
+
+/* ---- proxy_http.c -------------------------------------------------------- */
+
+/* After authorization: connects to the port inside the sandbox and sends
+ * the request head; the body then streams through r->feed. Replies on error. */
+void sbx__srv_proxy_begin(struct srv_req *r);
+/* After the body: relays the response (streamed), or a 101 and the relay. */
+void sbx__srv_proxy_finish(struct srv_req *r);
+
+/* ---- relay.c: proxied connections ------------------------------------------ */
+
+int sbx__srv_relays_start(struct server *srv, sbx_error **err);
+/* Closes every relay and stops the thread (before the HTTP side stops). */
+void sbx__srv_relays_stop(struct server *srv);
+/* After the HTTP side stopped: frees the table. */
+void sbx__srv_relays_free(struct server *srv);
+/* Counts fd against the sandbox's cap: 0, or -EAGAIN at the cap. */
+int sbx__srv_relays_track(struct server *srv, const char *sid, int fd);
+void sbx__srv_relays_untrack(struct server *srv, int fd);
+/* An upgraded connection: client socket (MHD's, closed through urh) and
+ * the sandbox's socket (taken), with bytes each side already sent. */
+struct MHD_UpgradeResponseHandle;
+void sbx__srv_relays_add(struct server *srv, const char *sid, int cfd, struct MHD_UpgradeResponseHandle *urh,
+			 int bfd, const char *to_client, size_t nc, const char *to_sandbox, size_t ns);
+/* The sandbox went away: every connection proxied to it is shut down. */
+void sbx__srv_relays_sandbox_gone(struct server *srv, const char *sid);
+/* Live proxied connections (metrics). */
+size_t sbx__srv_relays_count(struct server *srv);
 
 /* ---- errors.c ------------------------------------------------------------ */
 

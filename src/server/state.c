@@ -60,10 +60,12 @@ json_t *sbx__srv_sandbox_to_row(const struct srv_sandbox *s)
 				"envVars", s->env_vars, "startedAt", s->started_at, "endAt", s->end_at, "paused",
 				s->paused, "autoPause", s->auto_pause, "allowInternet", s->allow_internet, "user",
 				s->user, "workdir", s->workdir);
+	if (row && s->private_traffic)
+		json_object_set_new(row, "trafficToken", json_string(s->traffic_token));
 	/* what another API keeps about the sandbox (the Daytona API's name, intervals) */
-	if (s->ext && s->ext_row)
+	if (row && s->ext && s->ext_row)
 		json_object_set_new(row, "ext", s->ext_row(s->ext));
-	else if (s->ext_saved)
+	else if (row && s->ext_saved)
 		json_object_set(row, "ext", s->ext_saved);
 	return row;
 }
@@ -133,6 +135,11 @@ static struct srv_sandbox *from_row(const char *id, const char *data)
 	s->paused = json_is_true(json_object_get(o, "paused"));
 	s->auto_pause = json_is_true(json_object_get(o, "autoPause"));
 	s->allow_internet = json_is_true(json_object_get(o, "allowInternet"));
+	const char *tt = json_string_value(json_object_get(o, "trafficToken"));
+	if (tt && *tt) { /* a private sandbox stays private across restarts */
+		snprintf(s->traffic_token, sizeof(s->traffic_token), "%s", tt);
+		s->private_traffic = 1;
+	}
 	s->user = jstr(o, "user");
 	s->workdir = jstr(o, "workdir");
 	s->ext_saved = json_incref(json_object_get(o, "ext"));

@@ -227,6 +227,8 @@ int sbx__local_rename(struct local_sb *sb, const char *from, const char *to, sbx
 int sbx__local_remove(struct local_sb *sb, const char *path, int force, sbx_error **err);
 int sbx__local_chown(struct local_sb *sb, const char *path, const char *user, sbx_error **err);
 int sbx__local_path_fd(int *fd_out, struct local_sb *sb, const char *path, sbx_error **err);
+/* ports.c: a connected socket to 127.0.0.1:port in the sandbox's own network. */
+int sbx__local_connect_port(int *fd_out, struct local_sb *sb, unsigned port, sbx_error **err);
 /* files.c helpers shared with fsops.c */
 int sbx__local_open_in(int root, const char *path, int flags, unsigned mode);
 int sbx__local_mkdirs_in(int root, const char *path, sbx_error **err);
