@@ -36,7 +36,7 @@ SBX_LAZY_VOID(sbx__lazy_mhd, MHD_stop_daemon, (struct MHD_Daemon *a0), (a0))
 
 /* The variadic ones go to their va_list variants, or take the one argument
  * the options sbx uses take. */
-__attribute__((visibility("hidden"))) struct MHD_Daemon *(MHD_start_daemon)(
+__attribute__((weak, visibility("hidden"))) struct MHD_Daemon *(MHD_start_daemon)(
 	unsigned int flags, uint16_t port, MHD_AcceptPolicyCallback apc, void *apc_cls, MHD_AccessHandlerCallback dh,
 	void *dh_cls, ...)
 {
@@ -49,7 +49,7 @@ __attribute__((visibility("hidden"))) struct MHD_Daemon *(MHD_start_daemon)(
 }
 
 /* MHD_CONNECTION_OPTION_TIMEOUT, the only option there is, takes an unsigned int. */
-__attribute__((visibility("hidden"))) enum MHD_Result(MHD_set_connection_option)(
+__attribute__((weak, visibility("hidden"))) enum MHD_Result(MHD_set_connection_option)(
 	struct MHD_Connection *c, enum MHD_CONNECTION_OPTION opt, ...)
 {
 	RESOLVE(MHD_set_connection_option, MHD_NO);
@@ -61,7 +61,7 @@ __attribute__((visibility("hidden"))) enum MHD_Result(MHD_set_connection_option)
 }
 
 /* No info type sbx asks for takes an argument. */
-__attribute__((visibility("hidden"))) const union MHD_DaemonInfo *(MHD_get_daemon_info)(
+__attribute__((weak, visibility("hidden"))) const union MHD_DaemonInfo *(MHD_get_daemon_info)(
 	struct MHD_Daemon *d, enum MHD_DaemonInfoType type, ...)
 {
 	RESOLVE(MHD_get_daemon_info, NULL);

@@ -56,9 +56,10 @@ int sbx__lazy_mapped(const sbx__lazy_lib *lib);
 /* A shim: `ret name params` calling the library's NAME with ARGS, FAIL
  * returned when it cannot be loaded. The name is in parentheses so that a
  * header's function-like macro of the same name (curl's type checks) does not
- * expand here. Hidden: an executable never exports it to the library. */
+ * expand here. Hidden: an executable never exports it to the library. Weak:
+ * a test that fakes a function (tests/fuzz/srv_fixture.c) keeps its own. */
 #define SBX_LAZY(lib, ret, fail, name, params, args)                                     \
-	__attribute__((visibility("hidden"))) ret(name) params                           \
+	__attribute__((weak, visibility("hidden"))) ret(name) params                           \
 	{                                                                                \
 		static __typeof__(name) *fp;                                             \
 		__typeof__(name) *f = __atomic_load_n(&fp, __ATOMIC_ACQUIRE);            \
@@ -72,7 +73,7 @@ int sbx__lazy_mapped(const sbx__lazy_lib *lib);
 	}
 
 #define SBX_LAZY_VOID(lib, name, params, args)                                           \
-	__attribute__((visibility("hidden"))) void(name) params                          \
+	__attribute__((weak, visibility("hidden"))) void(name) params                          \
 	{                                                                                \
 		static __typeof__(name) *fp;                                             \
 		__typeof__(name) *f = __atomic_load_n(&fp, __ATOMIC_ACQUIRE);            \

@@ -89,7 +89,7 @@ SBX_LAZY(sbx__lazy_archive, int, FAIL, archive_write_set_bytes_in_last_block, (s
 SBX_LAZY(sbx__lazy_archive, int, FAIL, archive_write_set_format_pax_restricted, (struct archive *a0), (a0))
 
 /* The message is formatted here: libarchive has no va_list variant. */
-__attribute__((visibility("hidden"))) void(archive_set_error)(struct archive *a, int code, const char *fmt, ...)
+__attribute__((weak, visibility("hidden"))) void(archive_set_error)(struct archive *a, int code, const char *fmt, ...)
 {
 	static __typeof__(archive_set_error) *fp;
 	__typeof__(archive_set_error) *f = __atomic_load_n(&fp, __ATOMIC_ACQUIRE);

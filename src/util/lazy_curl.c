@@ -41,7 +41,7 @@ SBX_LAZY(sbx__lazy_curl, CURLUcode, UFAIL, curl_url_set, (CURLU *a0, CURLUPart a
 		__atomic_store_n(&fp, f, __ATOMIC_RELEASE);                             \
 	}
 
-__attribute__((visibility("hidden"))) CURLcode(curl_easy_setopt)(CURL *h, CURLoption opt, ...)
+__attribute__((weak, visibility("hidden"))) CURLcode(curl_easy_setopt)(CURL *h, CURLoption opt, ...)
 {
 	RESOLVE(curl_easy_setopt);
 	va_list ap;
@@ -57,7 +57,7 @@ __attribute__((visibility("hidden"))) CURLcode(curl_easy_setopt)(CURL *h, CURLop
 	return r;
 }
 
-__attribute__((visibility("hidden"))) CURLcode(curl_easy_getinfo)(CURL *h, CURLINFO info, ...)
+__attribute__((weak, visibility("hidden"))) CURLcode(curl_easy_getinfo)(CURL *h, CURLINFO info, ...)
 {
 	RESOLVE(curl_easy_getinfo);
 	va_list ap;
@@ -67,7 +67,7 @@ __attribute__((visibility("hidden"))) CURLcode(curl_easy_getinfo)(CURL *h, CURLI
 	return r;
 }
 
-__attribute__((visibility("hidden"))) CURLSHcode(curl_share_setopt)(CURLSH *sh, CURLSHoption opt, ...)
+__attribute__((weak, visibility("hidden"))) CURLSHcode(curl_share_setopt)(CURLSH *sh, CURLSHoption opt, ...)
 {
 #undef FAIL
 #define FAIL CURLSHE_NOT_BUILT_IN
