@@ -18,6 +18,8 @@ SBX_LAZY(sbx__lazy_mhd, enum MHD_Result, FAIL, MHD_add_response_header, (struct 
 SBX_LAZY(sbx__lazy_mhd, struct MHD_Response *, NULL, MHD_create_response_from_buffer, (size_t a0, void *a1, enum MHD_ResponseMemoryMode a2), (a0, a1, a2))
 SBX_LAZY(sbx__lazy_mhd, struct MHD_Response *, NULL, MHD_create_response_from_buffer_with_free_callback, (size_t a0, void *a1, MHD_ContentReaderFreeCallback a2), (a0, a1, a2))
 SBX_LAZY(sbx__lazy_mhd, struct MHD_Response *, NULL, MHD_create_response_from_callback, (uint64_t a0, size_t a1, MHD_ContentReaderCallback a2, void *a3, MHD_ContentReaderFreeCallback a4), (a0, a1, a2, a3, a4))
+SBX_LAZY(sbx__lazy_mhd, struct MHD_Response *, NULL, MHD_create_response_for_upgrade, (MHD_UpgradeHandler a0, void *a1), (a0, a1))
+SBX_LAZY(sbx__lazy_mhd, int, 0, MHD_get_connection_values, (struct MHD_Connection *a0, enum MHD_ValueKind a1, MHD_KeyValueIterator a2, void *a3), (a0, a1, a2, a3))
 SBX_LAZY_VOID(sbx__lazy_mhd, MHD_destroy_response, (struct MHD_Response *a0), (a0))
 SBX_LAZY(sbx__lazy_mhd, size_t, 0, MHD_http_unescape, (char *a0), (a0))
 SBX_LAZY(sbx__lazy_mhd, const char *, NULL, MHD_lookup_connection_value, (struct MHD_Connection *a0, enum MHD_ValueKind a1, const char *a2), (a0, a1, a2))
@@ -66,4 +68,20 @@ __attribute__((weak, visibility("hidden"))) const union MHD_DaemonInfo *(MHD_get
 {
 	RESOLVE(MHD_get_daemon_info, NULL);
 	return f(d, type);
+}
+
+/* No info type sbx asks for takes an argument. */
+__attribute__((weak, visibility("hidden"))) const union MHD_ConnectionInfo *(MHD_get_connection_info)(
+	struct MHD_Connection *c, enum MHD_ConnectionInfoType type, ...)
+{
+	RESOLVE(MHD_get_connection_info, NULL);
+	return f(c, type);
+}
+
+/* Neither CLOSE nor CORK_ON/OFF takes an argument. */
+__attribute__((weak, visibility("hidden"))) enum MHD_Result(MHD_upgrade_action)(
+	struct MHD_UpgradeResponseHandle *urh, enum MHD_UpgradeAction action, ...)
+{
+	RESOLVE(MHD_upgrade_action, MHD_NO);
+	return f(urh, action);
 }

@@ -5,13 +5,16 @@
  * `ls`, `create`, `exec`, `cp`, `rm`, `run` load none (LD_DEBUG=libs lists
  * every library the loader maps, dlopen included). A command that needs one
  * still loads it and works: `sbx image import` of a directory (libarchive,
- * libcrypto). If one of these fails after a change, some code calls a
+ * libcrypto); with the library unreadable it fails naming the package. If one of these fails after a change, some code calls a
  * function of a lazy library that has no shim, and the build linked the
  * library at start again: add the function to its lazy_<lib>.c.
  */
 #include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -198,5 +201,53 @@ Test(cli_lazy, import_loads_libarchive_on_demand)
 	free(out);
 	free(trace);
 	unlink(p);
+	rmdir(dir);
+}
+
+/* With libarchive unreadable (/dev/null bound over it in a private mount
+ * namespace of the child only), `sbx image import` fails with the package
+ * to install, and `sbx run`, which never needs it, still works. */
+Test(cli_lazy, missing_library_is_an_error_naming_the_package)
+{
+	cli_env();
+	char lib[PATH_MAX];
+	if (!realpath("/usr/lib/x86_64-linux-gnu/libarchive.so.13", lib) &&
+	    !realpath("/lib/x86_64-linux-gnu/libarchive.so.13", lib))
+		cr_skip_test("libarchive.so.13 not found where Debian puts it");
+	char dir[] = "/tmp/sbx-cli-lazy-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char sbx[512];
+	snprintf(sbx, sizeof(sbx), "%s/src/cli/sbx", getenv("SBX_BUILD_ROOT"));
+	int e[2];
+	cr_assert_eq(pipe(e), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("/dev/null", lib, NULL, MS_BIND, NULL) < 0)
+			_exit(120);
+		if (dup2(e[1], 2) < 0)
+			_exit(126);
+		pid_t c = fork();
+		if (c == 0) {
+			execl(sbx, "sbx", "image", "import", "cli-lazy-missing", dir, (char *)NULL);
+			_exit(127);
+		}
+		int st;
+		if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 4)
+			_exit(121);
+		execl(sbx, "sbx", "run", "busybox", "--", "true", (char *)NULL);
+		_exit(127);
+	}
+	close(e[1]);
+	char *msg = read_all(e[0]);
+	close(e[0]);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d (120: mount, 121: import did not exit 4): %s",
+		  WIFEXITED(st) ? WEXITSTATUS(st) : -1, msg);
+	cr_expect_not_null(strstr(msg, "libarchive (libarchive.so.13) cannot be loaded"), "%s", msg);
+	cr_expect_not_null(strstr(msg, "install the Debian package libarchive13"), "%s", msg);
+	free(msg);
 	rmdir(dir);
 }
