@@ -356,6 +356,10 @@ static int parse_addr(struct sockaddr_in *sa, const char *addr, unsigned port)
 
 int sbx__srv_http_start(struct server *srv, void **daemon_out, unsigned *port_out, sbx_error **err)
 {
+	/* zlib and libcrypto too: no request should be the first to find one missing */
+	if (sbx__lazy_load(&sbx__lazy_mhd, err) < 0 || sbx__lazy_load(&sbx__lazy_zlib, err) < 0 ||
+	    sbx__lazy_load(&sbx__lazy_crypto, err) < 0)
+		return -ENOSYS;
 	struct sockaddr_in sa;
 	if (parse_addr(&sa, srv->cfg.listen_addr, srv->cfg.port) < 0)
 		return sbx_error_set(err, -EINVAL, "listen address '%s' is not an IPv4 address",

@@ -433,14 +433,15 @@ int sbx__srv_run(const struct srv_config *cfg)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	struct sigaction sa = { .sa_handler = SIG_IGN };
 	sigaction(SIGPIPE, &sa, NULL);
-	server_id_of(srv->server_id, cfg->state_dir);
 	sbx_error *err = NULL;
 	int rc = 1;
 	_cleanup_free_ char *dir = xasprintf("%s/server", cfg->state_dir);
 	_cleanup_free_ char *lockp = xasprintf("%s/server.lock", dir);
 	_cleanup_close_ int lfd = -1;
-	if (sbx__mkdir_p(dir, 0700, &err) < 0)
+	/* libcrypto is loaded at first use (util/lazy.h): a missing one is an error here */
+	if (sbx__lazy_load(&sbx__lazy_crypto, &err) < 0 || sbx__mkdir_p(dir, 0700, &err) < 0)
 		goto out;
+	server_id_of(srv->server_id, cfg->state_dir);
 	lfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lfd < 0 || flock(lfd, LOCK_EX | LOCK_NB) < 0) {
 		sbx_error_setsys(&err, -EBUSY, errno, "another sbx serve uses state dir %s (lock %s)",

@@ -21,6 +21,7 @@
 #include <sbx/sbx.h>
 
 #include "../util/buf.h"
+#include "../util/lazy.h"
 #include "serve.h"
 
 /* envd's version today: the SDK gates file metadata (0.6.2), watch-event
@@ -434,5 +435,8 @@ void sbx__srv_metrics_reply(struct srv_req *r);
  * (JSON string syntax, \u00XX per byte), so it cannot break a log line. With
  * `json`, quotes are escaped too. Owned. */
 char *sbx__srv_log_escape(const char *s, int json);
+
+/* lazy_mhd.c, lazy_sqlite.c, lazy_zlib.c: loaded when `sbx serve` starts. */
+extern sbx__lazy_lib sbx__lazy_mhd, sbx__lazy_sqlite, sbx__lazy_zlib;
 
 #endif

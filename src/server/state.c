@@ -23,6 +23,8 @@
 
 int sbx__srv_state_open(struct server *srv, sbx_error **err)
 {
+	if (sbx__lazy_load(&sbx__lazy_sqlite, err) < 0)
+		return -ENOSYS;
 	_cleanup_free_ char *path = xasprintf("%s/server/server.db", srv->cfg.state_dir);
 	sqlite3 *db = NULL;
 	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
