@@ -15,6 +15,8 @@ runtime=(busybox-static python3-pytest debootstrap iproute2 procps docker-regist
 bench=(bubblewrap crun)
 runtime+=(python3) # tests/fakes/openai_server.py, the policy agent's fake model server (stdlib only)
 command -v node >/dev/null && command -v npm >/dev/null || runtime+=(nodejs npm) # tests/compat: the e2b npm SDK
+# tests/openenv: a Python OpenEnv client against `sbx openenv serve`
+runtime+=(python3-websockets)
 
 want=("${build[@]}" "${runtime[@]}")
 case "${1:-}" in

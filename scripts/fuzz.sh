@@ -15,7 +15,7 @@ build=${FUZZ_BUILD:-build-fuzz}
 minutes=${FUZZ_MINUTES:-5}
 runs=${FUZZ_RUNS:-}
 merge=${FUZZ_MERGE:-1}
-all=(toml dockerfile image_config tar http multipart connect)
+all=(toml dockerfile image_config tar http multipart connect openenv_ws)
 [ $# -gt 0 ] && harnesses=("$@") || harnesses=("${all[@]}")
 
 if [ ! -f "$build/build.ninja" ]; then

@@ -117,6 +117,15 @@ int sbx_sandbox_chown(sbx_sandbox *sb, const char *path, const char *user, sbx_e
  * /proc/self/fd/N): O_PATH, confined to the sandbox. -ENOSYS for remote providers.
  */
 int sbx_sandbox_path_fd(int *fd_out, sbx_sandbox *sb, const char *path, sbx_error **err);
+/**
+ * Connects to TCP port PORT (1..65535) on 127.0.0.1 inside the sandbox's own network
+ * namespace, whatever its network mode allows from outside (`none` included).
+ * @param fd_out a connected, non-blocking, close-on-exec socket; the caller closes it.
+ * @return 0, -EINVAL (port), -ECONNREFUSED (nothing listens), -ETIMEDOUT, -ESRCH (the
+ *         sandbox is gone), -EPERM (host network: its ports are the host's, refused),
+ *         -ENOSYS (the provider cannot).
+ */
+int sbx_sandbox_connect_port(int *fd_out, sbx_sandbox *sb, unsigned port, sbx_error **err);
 /** Frees an array from sbx_sandbox_list_dir() (or one stat result with n = 0... use _clear). */
 void sbx_file_info_free(sbx_file_info *v, size_t n);
 /** Frees what one sbx_file_info owns. */
@@ -128,6 +137,22 @@ void sbx_file_info_clear(sbx_file_info *f);
 int sbx_sandbox_pause(sbx_sandbox *sb, sbx_error **err);
 /** Thaws it. @return 0, -EALREADY (not paused). */
 int sbx_sandbox_resume(sbx_sandbox *sb, sbx_error **err);
+
+/* ---- resource use ----------------------------------------------------------- */
+
+/** What a sandbox uses now, as its provider measures it (local: its cgroups
+ *  and its writable layer). */
+typedef struct sbx_stats {
+	double cpu_s;                          /**< CPU time used by everything in it, seconds */
+	unsigned long long mem_bytes;          /**< memory charged to it, page cache included */
+	unsigned long long mem_cache_bytes;    /**< of which page cache */
+	unsigned long long disk_bytes;         /**< bytes its writable layer holds */
+	unsigned long long disk_total_bytes;   /**< what that layer may grow to; 0 = unknown */
+} sbx_stats;
+
+/** Samples a sandbox's resource use (also while paused; never waits on it).
+ *  @return 0, -ENOSYS (the provider cannot say). */
+int sbx_sandbox_stats(sbx_stats *out, sbx_sandbox *sb, sbx_error **err);
 
 #ifdef __cplusplus
 }

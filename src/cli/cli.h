@@ -38,6 +38,7 @@ int cmd_golden(int argc, char **argv);
 int cmd_bake(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_openenv(int argc, char **argv);
 int cmd_help_env(int argc, char **argv);
 
 /* Opens the runtime from the environment; prints the error and returns NULL on failure. */

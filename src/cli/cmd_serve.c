@@ -34,11 +34,17 @@ static const char serve_help[] =
 	"  --idle-timeout S         close connections idle for S seconds (default 60; 0 = never)\n"
 	"  --max-connections N      open connections, all clients (default 8192)\n"
 	"  --max-connections-per-ip N   open connections from one address (default 4096)\n"
+	"  --domain DOMAIN          sandboxes' domain: sandbox.getHost(port) is PORT-ID.DOMAIN, routed to\n"
+	"                           that port inside the sandbox (default ADDR.sslip.io:PORT; Host names\n"
+	"                           under localhost, *.sslip.io and *.nip.io are always routed)\n"
+	"  --proxy-idle-timeout S   close proxied connections (WebSockets too) idle for S seconds\n"
+	"                           (default 600; 0 = never)\n"
+	"  --max-proxy-connections N   open proxied connections per sandbox (default 256)\n"
 	"  --no-access-log          do not log requests to stderr\n"
 	"  --rotate-key             write a new API key to DIR/server/api-key, print it, exit\n";
 
 enum { O_LISTEN = 256, O_STATE, O_IMAGE, O_PRINT, O_DEFAULT, O_DESTROY, O_INET, O_CPUS, O_MEM, O_STOR, O_MAX,
-       O_MAXT, O_NOLOG, O_ROTATE, O_IDLE, O_MAXC, O_MAXCIP };
+       O_MAXT, O_NOLOG, O_ROTATE, O_IDLE, O_MAXC, O_MAXCIP, O_DOMAIN, O_PIDLE, O_MAXPX };
 
 static int parse_listen(struct srv_config *c, char *s)
 {
@@ -73,11 +79,15 @@ int cmd_serve(int argc, char **argv)
 		{ "idle-timeout", required_argument, NULL, O_IDLE },
 		{ "max-connections", required_argument, NULL, O_MAXC },
 		{ "max-connections-per-ip", required_argument, NULL, O_MAXCIP },
+		{ "domain", required_argument, NULL, O_DOMAIN },
+		{ "proxy-idle-timeout", required_argument, NULL, O_PIDLE },
+		{ "max-proxy-connections", required_argument, NULL, O_MAXPX },
 		{ NULL, 0, NULL, 0 },
 	};
 	char listen_buf[256] = "127.0.0.1:49999";
 	struct srv_config c = { .access_log = 1, .max_sandboxes = 2000, .max_timeout_s = 86400,
-				.idle_timeout_s = 60, .max_connections = 8192, .max_connections_per_ip = 4096 };
+				.idle_timeout_s = 60, .max_connections = 8192, .max_connections_per_ip = 4096,
+				.proxy_idle_timeout_s = 600, .max_proxy_connections = 256 };
 	const char *state = sbx__env("SBX_STATE_DIR");
 	int rotate = 0, ch;
 	uint64_t u;
@@ -94,6 +104,13 @@ int cmd_serve(int argc, char **argv)
 		case O_DEFAULT: c.default_template = optarg; break;
 		case O_DESTROY: c.destroy_on_exit = 1; break;
 		case O_INET: c.allow_internet = 1; break;
+		case O_DOMAIN:
+			if (!*optarg || strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:") !=
+					    strlen(optarg))
+				return cli_usage_error("serve", "--domain wants a DNS name (and optional :PORT), got '%s'",
+						       optarg);
+			c.domain = optarg;
+			break;
 		case O_CPUS:
 			c.cpus = strtod(optarg, NULL);
 			if (c.cpus < 0)
@@ -106,17 +123,25 @@ int cmd_serve(int argc, char **argv)
 		case O_IDLE:
 		case O_MAXC:
 		case O_MAXCIP:
+		case O_PIDLE:
+		case O_MAXPX:
 			if (sbx__parse_u64(&u, optarg) < 0 || u > UINT_MAX)
 				return cli_usage_error("serve", "expected a number, got '%s'", optarg);
-			if ((ch == O_MAXC || ch == O_MAXCIP) && u == 0)
-				return cli_usage_error("serve", "--max-connections%s must be at least 1",
-						       ch == O_MAXCIP ? "-per-ip" : "");
+			if ((ch == O_MAXC || ch == O_MAXCIP || ch == O_MAXPX) && u == 0)
+				return cli_usage_error("serve", "--max-%sconnections%s must be at least 1",
+						       ch == O_MAXPX ? "proxy-" : "", ch == O_MAXCIP ? "-per-ip" : "");
+			if (ch == O_PIDLE && u > 86400 * 7)
+				return cli_usage_error("serve", "--proxy-idle-timeout is at most 604800 s (a week)");
 			if (ch == O_IDLE)
 				c.idle_timeout_s = (unsigned)u;
 			else if (ch == O_MAXC)
 				c.max_connections = (unsigned)u;
 			else if (ch == O_MAXCIP)
 				c.max_connections_per_ip = (unsigned)u;
+			else if (ch == O_PIDLE)
+				c.proxy_idle_timeout_s = (unsigned)u;
+			else if (ch == O_MAXPX)
+				c.max_proxy_connections = (unsigned)u;
 			else if (ch == O_MEM)
 				c.memory_mb = (unsigned)u;
 			else if (ch == O_STOR)

@@ -37,6 +37,7 @@ static const struct command commands[] = {
 	{ "eval", cmd_eval, "run a model (OpenAI-compatible API) on tasks: pass rate, trajectories" },
 	{ "bake", cmd_bake, "build (or find) the images of Harbor tasks" },
 	{ "serve", cmd_serve, "serve the E2B API on local sandboxes (see docs/server.md)" },
+	{ "openenv", cmd_openenv, "serve tasks over the OpenEnv protocol (see docs/openenv.md)" },
 };
 
 static void usage(FILE *f)

@@ -224,6 +224,18 @@ int sbx_sandbox_path_fd(int *fd_out, sbx_sandbox *sb, const char *path, sbx_erro
 	FS_CALL(path_fd, "path_fd", fd_out, sbx__sandbox_impl(sb), path, err);
 }
 
+int sbx_sandbox_connect_port(int *fd_out, sbx_sandbox *sb, unsigned port, sbx_error **err)
+{
+	*fd_out = -1;
+	if (port == 0 || port > 65535)
+		return sbx_error_set(err, -EINVAL, "connect to port %u: expected a TCP port 1..65535", port);
+	const sbx_provider_ops *ops = sbx__sandbox_ops(sb);
+	/* A version 2 table ends before connect_port: never read past it. */
+	if (ops->version < 3 || !ops->connect_port)
+		return unsupported(sb, "connect_port", err);
+	return ops->connect_port(fd_out, sbx__sandbox_impl(sb), port, err);
+}
+
 int sbx_sandbox_pause(sbx_sandbox *sb, sbx_error **err)
 {
 	FS_CALL(pause, "pause", sbx__sandbox_impl(sb), err);
@@ -232,6 +244,16 @@ int sbx_sandbox_pause(sbx_sandbox *sb, sbx_error **err)
 int sbx_sandbox_resume(sbx_sandbox *sb, sbx_error **err)
 {
 	FS_CALL(resume, "resume", sbx__sandbox_impl(sb), err);
+}
+
+int sbx_sandbox_stats(sbx_stats *out, sbx_sandbox *sb, sbx_error **err)
+{
+	memset(out, 0, sizeof(*out));
+	const sbx_provider_ops *ops = sbx__sandbox_ops(sb);
+	/* A version 2 table ends before stats: never read past it. */
+	if (ops->version < 3 || !ops->stats)
+		return unsupported(sb, "stats", err);
+	return ops->stats(out, sbx__sandbox_impl(sb), err);
 }
 
 void sbx_file_info_clear(sbx_file_info *f)

@@ -24,6 +24,7 @@
 #include "util/fs.h"
 #include "util/str.h"
 #include "store.h"
+#include "util/lazy.h"
 
 #define EXPECTED                                                                             \
 	"expected a rootfs directory, a rootfs tarball (tar, tar.gz, tar.xz, tar.zst), an OCI " \
@@ -279,6 +280,8 @@ static bool is_hex64(const char *s, size_t n)
 /* Reads entry names until they show a rootfs, to tell image archives apart. */
 static int classify_tar(enum kind *out, const char *path, sbx_error **err)
 {
+	if (sbx__lazy_load(&sbx__lazy_archive, err) < 0)
+		return -ENOSYS;
 	struct archive *a = archive_read_new();
 	archive_read_support_filter_all(a);
 	archive_read_support_format_tar(a);

@@ -31,6 +31,7 @@
 #include "util/str.h"
 #include "store.h"
 #include "stream.h"
+#include "util/lazy.h"
 
 #define LAYER_FLAGS                                                                          \
 	(ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS |                 \
@@ -68,6 +69,8 @@ static void *job_thread(void *arg)
 /* Runs j->fn in a thread with its own working directory j->dir. */
 static int run_job(struct job *j, sbx_error **err)
 {
+	if (sbx__lazy_load(&sbx__lazy_archive, err) < 0 || sbx__lazy_load(&sbx__lazy_crypto, err) < 0)
+		return -ENOSYS;
 	pthread_t t;
 	int e = pthread_create(&t, NULL, job_thread, j);
 	if (e)
@@ -421,6 +424,8 @@ static int layer_from_fd(char **digest_out, sbx_runtime *rt, int fd, const char 
 int sbx__image_layer_from_tar(char **digest_out, sbx_runtime *rt, const char *path,
 			      const char *expect_diffid, const char *expect_blob, sbx_error **err)
 {
+	if (sbx__lazy_load(&sbx__lazy_archive, err) < 0 || sbx__lazy_load(&sbx__lazy_crypto, err) < 0)
+		return -ENOSYS;
 	if (expect_diffid && sbx__image_layer_exists(rt, expect_diffid)) {
 		*digest_out = xstrdup(expect_diffid);
 		return 0;
@@ -544,6 +549,8 @@ static int dirtar_finish(struct producer *p, sbx_error **err)
 int sbx__image_layer_from_dir(char **digest_out, sbx_runtime *rt, const char *dir,
 			      sbx_error **err)
 {
+	if (sbx__lazy_load(&sbx__lazy_archive, err) < 0 || sbx__lazy_load(&sbx__lazy_crypto, err) < 0)
+		return -ENOSYS;
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return sbx_error_setsys(err, -errno, errno, "socketpair");

@@ -26,6 +26,7 @@
 #include "util/str.h"
 #include "registry_int.h"
 #include "store.h"
+#include "util/lazy.h"
 
 #define ACCEPT_MANIFESTS                                                                      \
 	"Accept: application/vnd.oci.image.index.v1+json, "                                  \
@@ -382,6 +383,8 @@ int sbx__registry_get_blob_file(struct sbx_registry *c, const char *digest, uint
 				int fd, sbx_registry_progress_fn progress, void *payload,
 				sbx_error **err)
 {
+	if (sbx__lazy_load(&sbx__lazy_crypto, err) < 0)
+		return -ENOSYS;
 	struct xfer x = { .fd = fd, .limit = size, .progress = progress, .payload = payload };
 	sbx__buf_init(&x.errbody, ERRBODY_MAX);
 	x.md = sbx__sha256_new();

@@ -25,6 +25,7 @@
 #include "util/str.h"
 #include "ref.h"
 #include "registry_int.h"
+#include "util/lazy.h"
 
 #define AUTH_FILE_MAX (1u << 20)
 #define _cleanup_json_ _cleanup_(json_decrefp)
@@ -117,6 +118,8 @@ int sbx__registry_resolve_base(struct sbx_registry *c, const char *registry, sbx
 		c->base = xasprintf("%s://%s", c->plain_ok ? "http" : "https", registry);
 		return 0;
 	}
+	if (sbx__lazy_load(&sbx__lazy_curl, err) < 0)
+		return -ENOSYS;
 	CURLU *u = curl_url();
 	if (!u)
 		return sbx_error_set(err, -ENOMEM, "SBX_REGISTRY_MIRROR: out of memory");

@@ -20,6 +20,7 @@
 #include "util/sha256.h"
 #include "store.h"
 #include "stream.h"
+#include "util/lazy.h"
 
 /* "sha256:<hex>" */
 static void hex_digest(EVP_MD_CTX *c, char out[72])
@@ -96,6 +97,8 @@ static la_ssize_t tar_read(struct archive *a, void *arg, const void **buf)
 
 int sbx__stream_open(sbx_stream *s, int fd, sbx_error **err)
 {
+	if (sbx__lazy_load(&sbx__lazy_archive, err) < 0 || sbx__lazy_load(&sbx__lazy_crypto, err) < 0)
+		return -ENOSYS;
 	memset(s, 0, offsetof(sbx_stream, buf));
 	s->fd = fd;
 	s->blob = sbx__sha256_new();

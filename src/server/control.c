@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The E2B control plane for sandboxes: create (v1 and v2), list (v1 and v2
- * with metadata/state filters and X-Next-Token pagination), detail, kill,
- * timeout, refreshes, connect (v1 and v2), pause and resume. Bodies are
- * validated before anything changes; errors are {"code":<status>,...}.
+ * The E2B control plane for sandboxes: create (v1 and v2), detail, kill,
+ * timeout, refreshes, connect (v1 and v2), pause and resume (listing is
+ * listing.c). Bodies are validated before anything changes; errors are
+ * {"code":<status>,...}.
  */
 #include <errno.h>
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,8 +88,8 @@ static void sync_ttl(struct srv_sandbox *s)
 /* The limits a sandbox of this server gets, as its provider enforces them
  * (sbx_sandbox_limits: --cpus/--memory-mb/--storage-mb, else the provider's
  * defaults), and for "unlimited" what that means on this host. */
-static void limits(const struct server *srv, const struct srv_sandbox *s, long *cpus, long long *mem_mb,
-		   long long *disk_mb)
+void sbx__srv_sandbox_limits(const struct server *srv, const struct srv_sandbox *s, long *cpus, long long *mem_mb,
+			     long long *disk_mb)
 {
 	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
 	o.provider = s->sb ? sbx_sandbox_provider(s->sb) : NULL;
@@ -109,16 +108,19 @@ static void limits(const struct server *srv, const struct srv_sandbox *s, long *
 	*disk_mb = lim.storage_mb;
 }
 
-static json_t *sandbox_json(struct server *srv, struct srv_sandbox *s, int detail)
+json_t *sbx__srv_sandbox_json(struct server *srv, struct srv_sandbox *s, int detail)
 {
 	json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "templateID", s->template_id, "sandboxID", s->id, "clientID",
 			      SRV_CLIENT_ID, "envdVersion", SRV_ENVD_VERSION);
+	char *domain = sbx__srv_proxy_domain(srv);
 	if (s->alias)
 		json_object_set_new(o, "alias", json_string(s->alias));
 	if (detail < 0) { /* create / connect */
 		json_object_set_new(o, "envdAccessToken", json_string(s->token));
-		json_object_set_new(o, "domain", json_null());
-		json_object_set_new(o, "trafficAccessToken", json_null());
+		json_object_set_new(o, "domain", json_string_nocheck(domain));
+		json_object_set_new(o, "trafficAccessToken",
+				    s->private_traffic ? json_string(s->traffic_token) : json_null());
+		free(domain);
 		return o;
 	}
 	pthread_mutex_lock(&srv->lock);
@@ -128,7 +130,7 @@ static json_t *sandbox_json(struct server *srv, struct srv_sandbox *s, int detai
 	char *st = sbx__srv_rfc3339(s->started_at), *en = sbx__srv_rfc3339(end_at);
 	long cpus;
 	long long mem_mb, disk_mb;
-	limits(srv, s, &cpus, &mem_mb, &disk_mb);
+	sbx__srv_sandbox_limits(srv, s, &cpus, &mem_mb, &disk_mb);
 	json_object_set_new(o, "startedAt", json_string(st));
 	json_object_set_new(o, "endAt", json_string(en));
 	json_object_set_new(o, "cpuCount", json_integer(cpus));
@@ -140,10 +142,13 @@ static json_t *sandbox_json(struct server *srv, struct srv_sandbox *s, int detai
 	free(en);
 	if (detail > 0) {
 		json_object_set_new(o, "envdAccessToken", json_string(s->token));
-		json_object_set_new(o, "domain", json_null());
+		json_object_set_new(o, "domain", json_string_nocheck(domain));
 		json_object_set_new(o, "allowInternetAccess", json_boolean(s->allow_internet));
-		json_object_set_new(o, "lifecycle", json_pack("{s:s,s:b}", "onTimeout", "kill", "autoResume", 0));
+		json_object_set_new(o, "network", json_pack("{s:b}", "allowPublicTraffic", !s->private_traffic));
+		json_object_set_new(o, "lifecycle",
+				    json_pack("{s:s,s:b}", "onTimeout", s->auto_pause ? "pause" : "kill", "autoResume", 0));
 	}
+	free(domain);
 	return o;
 }
 
@@ -157,6 +162,14 @@ static void create(struct srv_req *r, int v2)
 	json_t *tid = json_object_get(b, "templateID");
 	json_t *meta = json_object_get(b, "metadata"), *envs = json_object_get(b, "envVars");
 	json_t *inet = json_object_get(b, "allow_internet_access");
+	json_t *apause = json_object_get(b, "autoPause");
+	json_t *net = json_object_get(b, "network");
+	json_t *pub = json_is_object(net) ? json_object_get(net, "allowPublicTraffic") : NULL;
+	if (pub && !json_is_boolean(pub) && !json_is_null(pub)) {
+		sbx__srv_reply_error(r, 400, "invalid sandbox spec: network.allowPublicTraffic must be a boolean");
+		json_decref(b);
+		return;
+	}
 	if (!tid) {
 		/* The API requires it; every SDK sends it ("base" by default). */
 		sbx__srv_reply_error(r, 400, "invalid sandbox spec: templateID is required");
@@ -164,9 +177,11 @@ static void create(struct srv_req *r, int v2)
 		return;
 	}
 	if (!json_is_string(tid) || int_field(b, "timeout", &timeout) < 0 || !string_map(meta) ||
-	    !string_map(envs) || (inet && !json_is_boolean(inet) && !json_is_null(inet))) {
+	    !string_map(envs) || (inet && !json_is_boolean(inet) && !json_is_null(inet)) ||
+	    (apause && !json_is_boolean(apause) && !json_is_null(apause))) {
 		sbx__srv_reply_error(r, 400, "invalid sandbox spec: templateID must be a string, timeout a non-negative "
-					"integer, metadata and envVars maps of strings");
+					"integer, metadata and envVars maps of strings, allow_internet_access and "
+					"autoPause booleans");
 		json_decref(b);
 		return;
 	}
@@ -242,11 +257,17 @@ static void create(struct srv_req *r, int v2)
 	s->template_id = xstrdup(template_id);
 	s->alias = xstrdup(image);
 	sbx__srv_auth_new_token(s->token);
+	/* allowPublicTraffic: false makes its user ports need this token
+	 * (proxy_route.c); E2B's default is public. */
+	s->private_traffic = pub && json_is_false(pub);
+	if (s->private_traffic)
+		sbx__srv_auth_new_token(s->traffic_token);
 	s->metadata = meta ? json_copy(meta) : json_object();
 	s->env_vars = envs ? json_copy(envs) : json_object();
 	s->started_at = sbx__now_real();
 	s->end_at = s->started_at + (double)timeout;
 	s->allow_internet = internet;
+	s->auto_pause = json_is_true(apause);
 	s->user = img->config.user && *img->config.user ? xstrdup(img->config.user) : NULL;
 	s->workdir = img->config.workdir && *img->config.workdir ? xstrdup(img->config.workdir) : NULL;
 	sbx__srv_state_save(srv, s);
@@ -254,7 +275,7 @@ static void create(struct srv_req *r, int v2)
 	sbx__srv_sandbox_insert(srv, s);
 	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", s->id);
 	sbx__srv_metrics_create(srv, sbx__now_mono() - t0, 1);
-	sbx__srv_reply_json(r, 201, sandbox_json(srv, s, -1));
+	sbx__srv_reply_json(r, 201, sbx__srv_sandbox_json(srv, s, -1));
 out:
 	pthread_mutex_lock(&srv->lock);
 	srv->creating--;
@@ -264,117 +285,6 @@ out:
 	sbx__strv_free(labels);
 	sbx__strv_free(env);
 	json_decref(b);
-}
-
-/* metadata filter "k=v&k2=v2" (each part still URL-encoded). */
-static int metadata_match(struct srv_sandbox *s, const char *filter)
-{
-	if (!filter || !*filter)
-		return 1;
-	_cleanup_free_ char *f = xstrdup(filter);
-	char *save = NULL;
-	for (char *p = strtok_r(f, "&", &save); p; p = strtok_r(NULL, "&", &save)) {
-		char *eq = strchr(p, '=');
-		if (eq)
-			*eq++ = '\0';
-		for (char *c = p; *c; c++)
-			if (*c == '+')
-				*c = ' ';
-		for (char *c = eq; c && *c; c++)
-			if (*c == '+')
-				*c = ' ';
-		MHD_http_unescape(p);
-		if (eq)
-			MHD_http_unescape(eq);
-		const char *v = json_string_value(json_object_get(s->metadata, p));
-		if (!v || strcmp(v, eq ? eq : "") != 0)
-			return 0;
-	}
-	return 1;
-}
-
-static int state_match(struct srv_sandbox *s, const char *states)
-{
-	if (!states || !*states)
-		return 1;
-	const char *mine = s->paused ? "paused" : "running";
-	_cleanup_free_ char *f = xstrdup(states);
-	char *save = NULL;
-	for (char *p = strtok_r(f, ",", &save); p; p = strtok_r(NULL, ",", &save))
-		if (strcmp(p, mine) == 0)
-			return 1;
-	return 0;
-}
-
-static int by_start(const void *a, const void *b)
-{
-	const struct srv_sandbox *x = *(struct srv_sandbox *const *)a, *y = *(struct srv_sandbox *const *)b;
-	if (x->started_at != y->started_at)
-		return x->started_at < y->started_at ? -1 : 1;
-	return strcmp(x->id, y->id);
-}
-
-static void list(struct srv_req *r, int v2)
-{
-	struct server *srv = r->srv;
-	const char *meta = sbx__srv_query(r, "metadata"), *states = sbx__srv_query(r, "state");
-	const char *limit_s = sbx__srv_query(r, "limit"), *next = sbx__srv_query(r, "nextToken");
-	const char *order = sbx__srv_query(r, "order"), *tmpl = sbx__srv_query(r, "template");
-	uint64_t limit = 100;
-	if (limit_s && (sbx__parse_u64(&limit, limit_s) < 0 || limit == 0 || limit > 100)) {
-		sbx__srv_reply_error(r, 400, "limit must be 1..100");
-		return;
-	}
-	if (!v2)
-		limit = (uint64_t)-1;
-	double after_t = -1;
-	char after_id[32] = "";
-	if (next && *next && sscanf(next, "%lf_%31[0-9a-f]", &after_t, after_id) != 2) {
-		sbx__srv_reply_error(r, 400, "invalid nextToken");
-		return;
-	}
-	int desc = order && strcmp(order, "desc") == 0;
-	size_t n;
-	struct srv_sandbox **v = sbx__srv_sandbox_all(srv, &n);
-	qsort(v, n, sizeof(*v), by_start);
-	json_t *arr = json_array();
-	_cleanup_free_ char *token = NULL;
-	uint64_t count = 0;
-	struct srv_sandbox *last = NULL;
-	for (size_t k = 0; k < n; k++) {
-		struct srv_sandbox *s = v[desc ? n - 1 - k : k];
-		if (!metadata_match(s, meta) || !state_match(s, states) || (tmpl && strcmp(tmpl, s->template_id) != 0))
-			continue;
-		if (after_t >= 0) {
-			int c = s->started_at != after_t ? (s->started_at < after_t ? -1 : 1) : strcmp(s->id, after_id);
-			if (desc ? c >= 0 : c <= 0)
-				continue;
-		}
-		if (count == limit) {
-			token = xasprintf("%.17g_%s", last->started_at, last->id);
-			break;
-		}
-		json_array_append_new(arr, sandbox_json(srv, s, 0));
-		last = s;
-		count++;
-	}
-	for (size_t k = 0; k < n; k++)
-		sbx__srv_sandbox_put(srv, v[k]);
-	free(v);
-	if (token) {
-		char *body = json_dumps(arr, JSON_COMPACT);
-		json_decref(arr);
-		struct MHD_Response *resp =
-			MHD_create_response_from_buffer_with_free_callback(strlen(body), body, free);
-		MHD_add_response_header(resp, "X-Next-Token", token);
-		MHD_add_response_header(resp, "Content-Type", "application/json");
-		MHD_queue_response(r->c, 200, resp);
-		MHD_destroy_response(resp);
-		r->status = 200;
-		r->queued = 1;
-		return;
-	}
-	sbx__srv_reply_json(r, 200, arr);
 }
 
 /* Pause or resume: flags change under srv->lock, the freeze or thaw runs
@@ -400,6 +310,21 @@ static int set_paused(struct srv_sandbox *s, int pause, sbx_error **e)
 	pthread_mutex_unlock(&s->srv->lock);
 	if (!pause || rc < 0)
 		sync_ttl(s);
+	return rc;
+}
+
+int sbx__srv_sandbox_pause(struct srv_sandbox *s, sbx_error **err)
+{
+	pthread_mutex_lock(&s->srv->lock);
+	int busy = s->transition, already = s->paused;
+	if (!busy && !already)
+		s->transition = 1;
+	pthread_mutex_unlock(&s->srv->lock);
+	if (busy || already)
+		return busy ? -EBUSY : -EALREADY;
+	int rc = set_paused(s, 1, err);
+	if (rc == 0)
+		sbx__srv_state_save(s->srv, s);
 	return rc;
 }
 
@@ -446,22 +371,15 @@ static void sandbox_op_in(struct srv_req *r, struct srv_sandbox *s, const char *
 		}
 		sbx__srv_reply_empty(r, 204);
 	} else if (strcmp(op, "pause") == 0) {
-		pthread_mutex_lock(&srv->lock);
-		int busy = s->transition, already = s->paused;
-		if (!busy && !already)
-			s->transition = 1;
-		pthread_mutex_unlock(&srv->lock);
-		int rc = busy || already ? 0 : set_paused(s, 1, &e);
-		if (busy)
+		int rc = sbx__srv_sandbox_pause(s, &e);
+		if (rc == -EBUSY)
 			sbx__srv_reply_error(r, 409, "sandbox %s is being paused or resumed", s->id);
-		else if (already)
+		else if (rc == -EALREADY)
 			sbx__srv_reply_error(r, 409, "sandbox %s is already paused", s->id);
 		else if (rc < 0)
 			sbx__srv_reply_sbx_error(r, 0, "pause", rc, e);
-		else {
-			sbx__srv_state_save(srv, s);
+		else
 			sbx__srv_reply_empty(r, 204);
-		}
 	} else { /* connect, resume */
 		int resume_only = strcmp(op, "resume") == 0;
 		secs = resume_only ? 15 : 300;
@@ -494,7 +412,7 @@ static void sandbox_op_in(struct srv_req *r, struct srv_sandbox *s, const char *
 		if (!was_paused)
 			sync_ttl(s);
 		sbx__srv_state_save(srv, s);
-		sbx__srv_reply_json(r, was_paused ? 201 : 200, sandbox_json(srv, s, -1));
+		sbx__srv_reply_json(r, was_paused ? 201 : 200, sbx__srv_sandbox_json(srv, s, -1));
 	}
 }
 
@@ -522,7 +440,7 @@ void sbx__srv_control(struct srv_req *r, char **seg, size_t nseg)
 		if (strcmp(m, "POST") == 0)
 			create(r, v2);
 		else if (strcmp(m, "GET") == 0)
-			list(r, v2);
+			sbx__srv_list(r, v2);
 		else
 			sbx__srv_reply_error(r, 405, "method %s not allowed on %s", m, r->url);
 		return;
@@ -534,14 +452,14 @@ void sbx__srv_control(struct srv_req *r, char **seg, size_t nseg)
 	}
 	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", sb->id);
 	if (n == 2 && strcmp(m, "GET") == 0) {
-		sbx__srv_reply_json(r, 200, sandbox_json(r->srv, sb, 1));
+		sbx__srv_reply_json(r, 200, sbx__srv_sandbox_json(r->srv, sb, 1));
 	} else if (n == 2 && strcmp(m, "DELETE") == 0) {
 		if (sbx__srv_sandbox_kill(r->srv, sb, "killed") == 0)
 			sbx__srv_reply_empty(r, 204);
 		else
 			sbx__srv_reply_error(r, 404, "sandbox %s not found", sb->id);
 	} else if (n == 3 && strcmp(m, "GET") == 0 && strcmp(s[2], "metrics") == 0) {
-		sbx__srv_reply_json(r, 200, json_array());
+		sbx__srv_metrics_sandbox(r, sb);
 	} else if (n == 3 && strcmp(m, "GET") == 0 && strcmp(s[2], "logs") == 0) {
 		sbx__srv_reply_json(r, 200, json_pack("{s:[],s:[]}", "logs", "logEntries"));
 	} else if (n == 3 && strcmp(m, "POST") == 0 &&

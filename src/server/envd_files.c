@@ -12,7 +12,9 @@
  * end (MHD cannot reply earlier); a failed upload may leave the file it was
  * writing with what had arrived, as envd does.
  */
+#include <ctype.h>
 #include <errno.h>
+#include <microhttpd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,10 +102,32 @@ static void get_file(struct srv_req *r, struct srv_sandbox *s, const char *path)
 	sbx__srv_reply_bytes(r, 200, "application/octet-stream", data, len);
 }
 
-static json_t *entry(const char *path)
+static json_t *entry(const char *path, json_t *meta)
 {
 	const char *slash = strrchr(path, '/');
-	return json_pack("{s:s,s:s,s:s}", "path", path, "name", slash ? slash + 1 : path, "type", "file");
+	json_t *o = json_pack("{s:s,s:s,s:s}", "path", path, "name", slash ? slash + 1 : path, "type", "file");
+	if (meta && json_object_size(meta))
+		json_object_set(o, "metadata", meta);
+	return o;
+}
+
+#define META_HEADER "X-Metadata-"
+
+/* X-Metadata-<key>: <value> request headers (envd 0.6.2 file metadata),
+ * as envd reads them: keys lowercased, an empty key dropped, the first of
+ * repeated headers kept. */
+static enum MHD_Result collect_meta(void *ctx, enum MHD_ValueKind kind, const char *k, const char *v)
+{
+	(void)kind;
+	if (!k || strncasecmp(k, META_HEADER, strlen(META_HEADER)) != 0 || !k[strlen(META_HEADER)])
+		return MHD_YES;
+	char *key = xstrdup(k + strlen(META_HEADER));
+	for (char *c = key; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	if (!json_object_get(ctx, key))
+		json_object_set_new(ctx, key, json_string(v ? v : ""));
+	free(key);
+	return MHD_YES;
 }
 
 /* Extracts a parameter (boundary=, filename=) from a header value; owned. */
@@ -152,6 +176,7 @@ struct upload {
 	struct sink cur;
 	int skip_part;                /* the current part is not named "file" */
 	json_t *written;              /* entries of the files written */
+	json_t *meta;                 /* X-Metadata-* headers, set as user.* xattrs */
 	int status;                   /* the first error, answered at the end (0 = none) */
 	char *msg;
 };
@@ -242,7 +267,9 @@ static int sink_close(struct upload *u)
 		return 0;
 	sbx_error *e = NULL;
 	int rc = 0;
-	if (!k->mem && close(k->fd) < 0 && errno != EINTR)
+	if (!k->mem && json_object_size(u->meta) && (rc = sbx__srv_xattr_set_metadata(k->fd, u->meta)) < 0)
+		rc = sbx_error_setsys(&e, rc, -rc, "set metadata (user.* extended attributes) of %s", k->path);
+	if (!k->mem && close(k->fd) < 0 && errno != EINTR && rc == 0)
 		rc = sbx_error_setsys(&e, -errno, errno, "write %s", k->path);
 	k->fd = -1;
 	if (rc == 0 && (rc = sbx__srv_op_begin(u->s, &e)) == 0) {
@@ -253,7 +280,7 @@ static int sink_close(struct upload *u)
 		sbx__srv_op_end(u->s);
 	}
 	if (rc == 0)
-		json_array_append_new(u->written, entry(k->path));
+		json_array_append_new(u->written, entry(k->path, u->meta));
 	else
 		fail_sbx(u, rc, k->path, e);
 	sink_drop(k);
@@ -347,6 +374,7 @@ static void upload_free(struct srv_req *r)
 		inflateEnd(&u->z);
 	free(u->zout);
 	json_decref(u->written);
+	json_decref(u->meta);
 	free(u->user);
 	free(u->qpath);
 	free(u->msg);
@@ -360,6 +388,8 @@ void sbx__srv_envd_files_begin(struct srv_req *r, struct srv_sandbox *s)
 	u->s = s;
 	u->cur.fd = -1;
 	u->written = json_array();
+	u->meta = json_object();
+	MHD_get_connection_values(r->c, MHD_HEADER_KIND, collect_meta, u->meta);
 	int explicit_user = 0;
 	u->user = caller_user(r, s, &explicit_user);
 	const char *q = sbx__srv_query(r, "path");

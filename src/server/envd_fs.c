@@ -75,38 +75,6 @@ char *sbx__srv_resolve_path(struct srv_sandbox *s, const char *user, const char 
 	return xasprintf("%s/%s", strcmp(home, "/") == 0 ? "" : home, path);
 }
 
-static const char *type_name(sbx_file_type t)
-{
-	switch (t) {
-	case SBX_FILE_REGULAR: return "FILE_TYPE_FILE";
-	case SBX_FILE_DIR: return "FILE_TYPE_DIRECTORY";
-	case SBX_FILE_SYMLINK: return "FILE_TYPE_SYMLINK";
-	case SBX_FILE_OTHER: return "FILE_TYPE_UNSPECIFIED";
-	default: return "FILE_TYPE_UNSPECIFIED";
-	}
-}
-
-json_t *sbx__srv_entry_info(const sbx_file_info *f)
-{
-	char perms[11];
-	perms[0] = f->type == SBX_FILE_DIR ? 'd' : f->type == SBX_FILE_SYMLINK ? 'l' : '-';
-	const char *rwx = "rwxrwxrwx";
-	for (int i = 0; i < 9; i++)
-		perms[i + 1] = (f->mode & (1u << (8 - i))) ? rwx[i] : '-';
-	perms[10] = '\0';
-	char size[32];
-	snprintf(size, sizeof(size), "%lld", f->size);
-	char *mt = sbx__srv_rfc3339(f->mtime);
-	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:s}", "name", f->name ? f->name : "", "type",
-			      type_name(f->type), "path", f->path ? f->path : "", "size", size, "mode", (int)f->mode,
-			      "permissions", perms, "owner", f->owner ? f->owner : "", "group", f->group ? f->group : "",
-			      "modifiedTime", mt);
-	if (f->symlink_target)
-		json_object_set_new(o, "symlinkTarget", json_string(f->symlink_target));
-	free(mt);
-	return o;
-}
-
 /* Stats path and replies {"entry":...}. */
 static void reply_entry(struct srv_req *r, struct srv_sandbox *s, const char *path, const char *what)
 {
@@ -121,7 +89,7 @@ static void reply_entry(struct srv_req *r, struct srv_sandbox *s, const char *pa
 		sbx__srv_reply_sbx_error(r, 1, what, rc, e);
 		return;
 	}
-	sbx__srv_reply_json(r, 200, json_pack("{s:o}", "entry", sbx__srv_entry_info(&fi)));
+	sbx__srv_reply_json(r, 200, json_pack("{s:o}", "entry", sbx__srv_entry_info(s, &fi)));
 	sbx_file_info_clear(&fi);
 }
 
@@ -152,7 +120,7 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method, 
 		}
 		json_t *arr = json_array();
 		for (size_t i = 0; i < n; i++)
-			json_array_append_new(arr, sbx__srv_entry_info(&v[i]));
+			json_array_append_new(arr, sbx__srv_entry_info(s, &v[i]));
 		sbx_file_info_free(v, n);
 		sbx__srv_reply_json(r, 200, json_pack("{s:o}", "entries", arr));
 	} else if (strcmp(method, "MakeDir") == 0) {
@@ -183,7 +151,8 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method, 
 			reply_entry(r, s, dst, "move");
 	} else {
 		if ((rc = sb_enter(s, &e)) == 0) {
-			rc = sbx_sandbox_remove(s->sb, path, 0, &e);
+			/* envd removes with os.RemoveAll: a missing path is success */
+			rc = sbx_sandbox_remove(s->sb, path, 1, &e);
 			sb_leave(s);
 		}
 		if (rc < 0)
@@ -202,6 +171,7 @@ struct watch {
 	int ifd;
 	int root_wd;
 	int recursive;
+	int include_entry;  /* WatchDirRequest.include_entry (envd 0.6.3) */
 	char *root;
 	char **rel;        /* by wd: path relative to root ("" for root) */
 	size_t nrel;
@@ -252,6 +222,21 @@ static const char *event_type(uint32_t m)
 	return NULL;
 }
 
+/* The entry of what an event names, when it is still there (a file
+ * removed or renamed away has none, as with envd). */
+static void add_entry(struct watch *w, json_t *fe, const char *name)
+{
+	_cleanup_free_ char *abs = xasprintf("%s/%s", strcmp(w->root, "/") == 0 ? "" : w->root, name);
+	sbx_file_info fi = { 0 };
+	if (sb_enter(w->s, NULL) < 0)
+		return;
+	int rc = sbx_sandbox_stat(&fi, w->s->sb, abs, NULL);
+	sb_leave(w->s);
+	if (rc == 0)
+		json_object_set_new(fe, "entry", sbx__srv_entry_info(w->s, &fi));
+	sbx_file_info_clear(&fi);
+}
+
 static int watch_fill(struct srv_stream *st)
 {
 	struct watch *w = st->ctx;
@@ -295,7 +280,10 @@ static int watch_fill(struct srv_stream *st)
 			_cleanup_free_ char *name = *base ? xasprintf("%s/%s", base, ev->name) : xstrdup(ev->name);
 			if (w->recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
 				add_watch(w, name, NULL);
-			sbx__srv_envelope(&st->out, 0, json_pack("{s:{s:s,s:s}}", "filesystem", "name", name, "type", type));
+			json_t *fe = json_pack("{s:s,s:s}", "name", name, "type", type);
+			if (w->include_entry && !(ev->mask & (IN_DELETE | IN_MOVED_FROM)))
+				add_entry(w, fe, name);
+			sbx__srv_envelope(&st->out, 0, json_pack("{s:o}", "filesystem", fe));
 		}
 		if (ended) {
 			sbx__srv_end_stream(&st->out, "not_found", "watched directory was removed");
@@ -327,6 +315,8 @@ static void watch_dir(struct srv_req *r, struct srv_sandbox *s, const char *user
 		return;
 	const char *p = json_string_value(json_object_get(req, "path"));
 	int recursive = json_is_true(json_object_get(req, "recursive"));
+	int include_entry = json_is_true(json_object_get(req, "includeEntry")) ||
+			    json_is_true(json_object_get(req, "include_entry"));
 	_cleanup_free_ char *path = p && *p ? sbx__srv_resolve_path(s, user, p) : NULL;
 	json_decref(req);
 	if (!path) {
@@ -352,6 +342,7 @@ static void watch_dir(struct srv_req *r, struct srv_sandbox *s, const char *user
 	w->s = s;
 	w->root = xstrdup(path);
 	w->recursive = recursive;
+	w->include_entry = include_entry;
 	w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	pthread_mutex_lock(&r->srv->lock);
 	s->refs++;

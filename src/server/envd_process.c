@@ -91,8 +91,18 @@ static void emit_end(struct srv_proc *pr, int status, int timed_out)
 	json_object_set_new(end, "status", json_string(st));
 	if (timed_out)
 		json_object_set_new(end, "error", json_string("deadline exceeded"));
-	fan_out(pr, json_pack("{s:o}", "end", end));
+	/* Killed with its sandbox: on E2B the VM goes and the stream breaks
+	 * with no end event (the SDK then raises TimeoutError), so the streams
+	 * end "unavailable" instead. The kill marks the sandbox dead first. */
+	pthread_mutex_lock(&pr->srv->lock);
+	int gone = pr->owner->dead;
+	pthread_mutex_unlock(&pr->srv->lock);
+	if (!gone)
+		fan_out(pr, json_pack("{s:o}", "end", end));
+	else
+		json_decref(end);
 	pthread_mutex_lock(&pr->lk);
+	pr->sandbox_gone = gone;
 	pr->exited = 1;
 	pr->status = status;
 	pr->timed_out = timed_out;
@@ -212,7 +222,9 @@ static int pstream_fill(struct srv_stream *st)
 			break;
 		}
 		if (pr->exited) {
-			if (pr->timed_out)
+			if (pr->sandbox_gone)
+				sbx__srv_end_stream(&st->out, "unavailable", "the sandbox was killed while the process ran");
+			else if (pr->timed_out)
 				sbx__srv_end_stream(&st->out, "deadline_exceeded", "process deadline (Connect-Timeout-Ms) exceeded");
 			else
 				sbx__srv_end_stream(&st->out, NULL, NULL);

@@ -75,8 +75,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	(void)version;
 	struct server *srv = cls;
 	struct srv_req *r = *con_cls;
-	if (!r) {
+	if (!r) { /* no URI callback ran (cannot happen with ours): a fresh record */
 		r = xcalloc(1, sizeof(*r));
+		*con_cls = r;
+	}
+	if (!r->begun) {
+		r->begun = 1;
 		r->srv = srv;
 		r->c = c;
 		r->method = method;
@@ -87,12 +91,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		r->upload = sbx__srv_is_upload(method, url);
 		r->body_cap = r->upload ? SRV_UPLOAD_MAX : SRV_JSON_MAX;
 		sbx__buf_init(&r->body, r->upload ? 0 : SRV_JSON_MAX);
-		*con_cls = r;
 		atomic_fetch_add(&srv->m.requests, 1);
 		/* Answering now makes MHD skip the body and close the connection
 		 * after the reply: nothing of it is read, let alone buffered. */
 		if (!sbx__srv_authorize(r))
 			return MHD_YES;
+		if (r->proxy_port) { /* streamed both ways, never buffered: no cap */
+			sbx__srv_proxy_begin(r);
+			return MHD_YES;
+		}
 		if (declared_too_big(c, r->body_cap)) {
 			sbx__srv_reply_error(r, 413, "request body larger than %llu bytes", (unsigned long long)r->body_cap);
 			return MHD_YES;
@@ -136,7 +143,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	struct srv_req *r = *con_cls;
 	if (!r)
 		return;
-	if (srv->cfg.access_log) {
+	if (srv->cfg.access_log && r->begun) {
 		char ts[32];
 		time_t now = time(NULL);
 		struct tm tm;
@@ -156,8 +163,20 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		r->up_free(r);
 	sbx__srv_sandbox_put(srv, r->sb);
 	sbx__buf_free(&r->body);
+	free(r->raw_uri);
 	free(r);
 	*con_cls = NULL;
+}
+
+/* Runs on the request line, before anything is unescaped: the request
+ * target as sent (with its query) is what a proxied request forwards. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	(void)cls;
+	(void)c;
+	struct srv_req *r = xcalloc(1, sizeof(*r));
+	r->raw_uri = xstrdup(uri ? uri : "/");
+	return r;
 }
 
 const char *sbx__srv_header(struct srv_req *r, const char *name)
@@ -191,6 +210,16 @@ static void queue(struct srv_req *r, int status, struct MHD_Response *resp, cons
 	r->status = status;
 	r->queued = 1;
 	sbx__srv_metrics_status(r->srv, status);
+}
+
+void sbx__srv_queue(struct srv_req *r, int status, struct MHD_Response *resp, const char *ctype)
+{
+	queue(r, status, resp, ctype);
+}
+
+void sbx__srv_touch(struct srv_req *r)
+{
+	touch(r->c, r->srv->cfg.idle_timeout_s);
 }
 
 void sbx__srv_reply_bytes(struct srv_req *r, int status, const char *ctype, void *data, size_t len)
@@ -327,15 +356,20 @@ static int parse_addr(struct sockaddr_in *sa, const char *addr, unsigned port)
 
 int sbx__srv_http_start(struct server *srv, void **daemon_out, unsigned *port_out, sbx_error **err)
 {
+	/* zlib and libcrypto too: no request should be the first to find one missing */
+	if (sbx__lazy_load(&sbx__lazy_mhd, err) < 0 || sbx__lazy_load(&sbx__lazy_zlib, err) < 0 ||
+	    sbx__lazy_load(&sbx__lazy_crypto, err) < 0)
+		return -ENOSYS;
 	struct sockaddr_in sa;
 	if (parse_addr(&sa, srv->cfg.listen_addr, srv->cfg.port) < 0)
 		return sbx_error_set(err, -EINVAL, "listen address '%s' is not an IPv4 address",
 				     srv->cfg.listen_addr);
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-			 MHD_USE_ERROR_LOG;
+			 MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
 	struct MHD_Daemon *d = MHD_start_daemon(
 		flags, srv->cfg.port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
+		MHD_OPTION_CONNECTION_LIMIT,
 		srv->cfg.max_connections ? srv->cfg.max_connections : SRV_MAX_CONNECTIONS,
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, srv->cfg.max_connections_per_ip,
 		MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.idle_timeout_s,

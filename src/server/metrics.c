@@ -72,6 +72,10 @@ void sbx__srv_metrics_reply(struct srv_req *r)
 		if (v)
 			sbx__buf_printf(&b, "sbx_serve_errors_total{code=\"%d\"} %lu\n", s, v);
 	}
+	sbx__buf_printf(&b, "# HELP sbx_serve_proxy_connections Open connections into sandboxes' ports "
+			    "(HTTP requests in flight and WebSockets).\n"
+			    "# TYPE sbx_serve_proxy_connections gauge\nsbx_serve_proxy_connections %zu\n",
+			sbx__srv_relays_count(srv));
 	size_t len = 0;
 	char *text = sbx__buf_steal(&b, &len);
 	sbx__srv_reply_bytes(r, 200, "text/plain; version=0.0.4", text, len);

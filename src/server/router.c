@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Request dispatch for the combined port (docs/server.md, "Routing and auth"): a request
- * with E2b-Sandbox-Id, an envd RPC path or /files goes to the data plane
+ * for a user port of a sandbox (proxy_route.c) is proxied; one with E2b-Sandbox-Id
+ * (or a Host routed to port 49983), an envd RPC path or /files goes to the data plane
  * (the sandbox found by header, else by its envd access token); everything
  * else is the control plane, which needs X-API-KEY except /health and
  * /metrics. Authorization runs on the headers, before the body is read
@@ -55,6 +56,21 @@ static int files_signed(struct srv_req *r, struct srv_sandbox *s)
 				     sbx__srv_query(r, "signature_expiration"));
 }
 
+/* The sandbox whose token signed this /files URL (a reference), or NULL. */
+static struct srv_sandbox *by_signature(struct srv_req *r)
+{
+	size_t n;
+	struct srv_sandbox **v = sbx__srv_sandbox_all(r->srv, &n), *found = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (!found && files_signed(r, v[i]))
+			found = v[i];
+		else
+			sbx__srv_sandbox_put(r->srv, v[i]);
+	}
+	free(v);
+	return found;
+}
+
 /* Data plane, from the headers alone: the sandbox and whether the caller
  * may use it. 1 with r->sb taken, 0 after replying. */
 static int authorize_data(struct srv_req *r, const char *sid)
@@ -63,8 +79,7 @@ static int authorize_data(struct srv_req *r, const char *sid)
 	int rpc = is_rpc(r->url);
 	const char *port = sbx__srv_header(r, "E2b-Sandbox-Port");
 	if (port && strcmp(port, ENVD_PORT) != 0) {
-		sbx__srv_reply_error(r, 502, "port %s of sandbox %s is not reachable: sbx serve proxies only envd (%s)",
-				port, sid ? sid : "?", ENVD_PORT);
+		sbx__srv_reply_error(r, 400, "E2b-Sandbox-Port %s needs E2b-Sandbox-Id (the sandbox to route to)", port);
 		return 0;
 	}
 	struct srv_sandbox *s = NULL;
@@ -76,6 +91,14 @@ static int authorize_data(struct srv_req *r, const char *sid)
 		}
 	} else {
 		s = token ? sbx__srv_sandbox_by_token(r->srv, token) : NULL;
+		/* A signed URL (downloadUrl/uploadUrl) carries neither header: the
+		 * sandbox is the one whose token signed it. */
+		if (!s && !token && strcmp(r->url, "/files") == 0 && sbx__srv_query(r, "signature"))
+			s = by_signature(r);
+		if (!s && !token && strcmp(r->url, "/files") == 0 && sbx__srv_query(r, "signature")) {
+			sbx__srv_reply_error(r, 401, "invalid or expired signature");
+			return 0;
+		}
 		if (!s) {
 			unauthorized(r, rpc, token ? "invalid access token" : "missing X-Access-Token");
 			return 0;
@@ -95,9 +118,16 @@ static int authorize_data(struct srv_req *r, const char *sid)
 
 int sbx__srv_authorize(struct srv_req *r)
 {
-	if (sbx__dt_match(r->url))
+	char tsid[32];
+	unsigned tport = 0;
+	int t = sbx__srv_proxy_target(r, tsid, &tport);
+	if (t < 0)
+		return 0;
+	if (t == 1 && tport != SRV_ENVD_PORT)
+		return sbx__srv_proxy_authorize(r, tsid, tport);
+	if (t == 0 && sbx__dt_match(r->url))
 		return sbx__dt_authorize(r); /* the Daytona API: Bearer */
-	const char *sid = sbx__srv_header(r, "E2b-Sandbox-Id");
+	const char *sid = t == 1 ? tsid : sbx__srv_header(r, "E2b-Sandbox-Id");
 	if (sid || is_rpc(r->url) || strcmp(r->url, "/files") == 0)
 		return authorize_data(r, sid);
 	if (strcmp(r->url, "/health") == 0 || (strcmp(r->url, "/metrics") == 0 && strcmp(r->method, "GET") == 0))
@@ -113,7 +143,9 @@ int sbx__srv_authorize(struct srv_req *r)
 static void data_plane(struct srv_req *r, struct srv_sandbox *s)
 {
 	int is_health = strcmp(r->url, "/health") == 0;
-	if (s->paused && !is_health)
+	/* As on E2B, a paused sandbox's envd is unreachable, /health included
+	 * (the SDK's isRunning() is false), until resume or connect. */
+	if (s->paused)
 		sbx__srv_reply_error(r, 502, "sandbox %s is paused", s->id);
 	else if (is_health)
 		sbx__srv_reply_empty(r, 204);
@@ -151,7 +183,7 @@ int sbx__srv_is_upload(const char *method, const char *url)
 
 void sbx__srv_route_begin(struct srv_req *r)
 {
-	if (sbx__dt_match(r->url)) {
+	if (sbx__dt_match(r->url) && !r->sb && !r->proxy_port) {
 		sbx__dt_route_begin(r);
 		return;
 	}
@@ -169,7 +201,11 @@ void sbx__srv_route_begin(struct srv_req *r)
 /* After sbx__srv_authorize() let the request through and its body is in. */
 void sbx__srv_route(struct srv_req *r)
 {
-	if (sbx__dt_match(r->url)) {
+	if (r->proxy_port) {
+		sbx__srv_proxy_finish(r);
+		return;
+	}
+	if (sbx__dt_match(r->url) && !r->sb) {
 		sbx__dt_route(r);
 		return;
 	}
@@ -183,8 +219,9 @@ void sbx__srv_route(struct srv_req *r)
 		 * reads as "not running"), not for the server. */
 		const char *token = sbx__srv_header(r, "X-Access-Token");
 		struct srv_sandbox *sb = token ? sbx__srv_sandbox_by_token(r->srv, token) : NULL;
-		if (token && !sb) {
+		if ((token && !sb) || (sb && sb->paused)) {
 			sbx__srv_reply_error(r, 502, "no running sandbox has this access token");
+			sbx__srv_sandbox_put(r->srv, sb);
 			return;
 		}
 		if (sb)

@@ -24,6 +24,9 @@ struct srv_config {
 	unsigned idle_timeout_s;      /* close connections idle this long; 0 = never */
 	unsigned max_connections;     /* all clients together */
 	unsigned max_connections_per_ip;
+	const char *domain;           /* getHost suffix ({port}-{id}.DOMAIN); NULL = <listen>.sslip.io:<port> */
+	unsigned proxy_idle_timeout_s; /* proxied connections idle this long close; 0 = never */
+	unsigned max_proxy_connections; /* per sandbox */
 };
 
 /* Runs the server until SIGINT/SIGTERM. Returns the process exit code. */

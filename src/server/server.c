@@ -145,6 +145,8 @@ int sbx__srv_sandbox_kill(struct server *srv, struct srv_sandbox *s, const char 
 		     : sbx_sandbox_destroy(s->sb, &e);
 	if (r < 0)
 		SBX_LOGW("serve: destroy %s: %s", s->id, e ? e->msg : "?");
+	/* Its services are gone: so are the connections proxied to them. */
+	sbx__srv_relays_sandbox_gone(srv, s->id);
 	sbx_error_free(e);
 	sbx__srv_state_delete(srv, s->id);
 	atomic_fetch_add(&srv->m.destroys, 1);
@@ -182,6 +184,25 @@ static void reap_dead(struct server *srv)
 	sbx_sandbox_info_free(v, n);
 }
 
+/* autoPause (lifecycle onTimeout "pause"): the deadline pauses the
+ * sandbox; 1 when it is paused now (else it is killed as usual). */
+static int timeout_pause(struct server *srv, struct srv_sandbox *s)
+{
+	sbx_error *e = NULL;
+	int rc = sbx__srv_op_begin(s, &e);
+	if (rc == 0) {
+		rc = sbx__srv_sandbox_pause(s, &e);
+		sbx__srv_op_end(s);
+	}
+	if (rc < 0 && rc != -EALREADY && rc != -EBUSY)
+		SBX_LOGW("serve: auto-pause %s: %s", s->id, e ? e->msg : "?");
+	else
+		SBX_LOGI("serve: sandbox %s paused at its timeout", s->id);
+	sbx_error_free(e);
+	(void)srv;
+	return rc == 0 || rc == -EALREADY || rc == -EBUSY;
+}
+
 static void *timer_main(void *arg)
 {
 	struct server *srv = arg;
@@ -210,7 +231,8 @@ static void *timer_main(void *arg)
 		}
 		pthread_mutex_unlock(&srv->lock);
 		for (size_t i = 0; i < ne; i++) {
-			sbx__srv_sandbox_kill(srv, expired[i], "timeout");
+			if (!expired[i]->auto_pause || !timeout_pause(srv, expired[i]))
+				sbx__srv_sandbox_kill(srv, expired[i], "timeout");
 			sbx__srv_sandbox_put(srv, expired[i]);
 		}
 		if (sbx__now_mono() - last_reap > 5) {
@@ -350,6 +372,8 @@ static int serve(struct server *srv, sbx_error **err)
 		return r;
 	if ((r = sbx__srv_state_open(srv, err)) < 0 || (r = sbx__srv_state_reconcile(srv, err)) < 0)
 		return r;
+	if ((r = sbx__srv_relays_start(srv, err)) < 0)
+		return r;
 	void *daemon = NULL;
 	if ((r = sbx__srv_http_start(srv, &daemon, &srv->port, err)) < 0)
 		return r;
@@ -365,6 +389,7 @@ static int serve(struct server *srv, sbx_error **err)
 	if (te != 0) {
 		/* Without the timer no deadline or TTL would be enforced. */
 		atomic_store(&srv->stopping, 1);
+		sbx__srv_relays_stop(srv);
 		http_stop_bounded(daemon);
 		drain(srv, srv->cfg.destroy_on_exit);
 		return sbx_error_setsys(err, -te, te, "start the server's timer thread");
@@ -380,6 +405,7 @@ static int serve(struct server *srv, sbx_error **err)
 		srv->cfg.destroy_on_exit ? " (destroying sandboxes)" : "");
 	atomic_store(&srv->stopping, 1);
 	sbx__srv_timer_kick(srv);
+	sbx__srv_relays_stop(srv); /* MHD must not stop with upgraded connections open */
 	if (!http_stop_bounded(daemon)) {
 		srv->abandoned = 1;
 		fprintf(stderr, "sbx serve: connections still busy after %d s (a call blocked in a sandbox); "
@@ -407,14 +433,15 @@ int sbx__srv_run(const struct srv_config *cfg)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	struct sigaction sa = { .sa_handler = SIG_IGN };
 	sigaction(SIGPIPE, &sa, NULL);
-	server_id_of(srv->server_id, cfg->state_dir);
 	sbx_error *err = NULL;
 	int rc = 1;
 	_cleanup_free_ char *dir = xasprintf("%s/server", cfg->state_dir);
 	_cleanup_free_ char *lockp = xasprintf("%s/server.lock", dir);
 	_cleanup_close_ int lfd = -1;
-	if (sbx__mkdir_p(dir, 0700, &err) < 0)
+	/* libcrypto is loaded at first use (util/lazy.h): a missing one is an error here */
+	if (sbx__lazy_load(&sbx__lazy_crypto, &err) < 0 || sbx__mkdir_p(dir, 0700, &err) < 0)
 		goto out;
+	server_id_of(srv->server_id, cfg->state_dir);
 	lfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lfd < 0 || flock(lfd, LOCK_EX | LOCK_NB) < 0) {
 		sbx_error_setsys(&err, -EBUSY, errno, "another sbx serve uses state dir %s (lock %s)",
@@ -429,6 +456,7 @@ out:
 	sbx_error_free(err);
 	if (srv->abandoned)
 		return rc; /* threads still use srv; the process is about to exit */
+	sbx__srv_relays_free(srv);
 	sbx__srv_builds_free(srv);
 	sbx__srv_state_close(srv);
 	sbx_runtime_free(srv->rt);

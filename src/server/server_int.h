@@ -21,9 +21,12 @@
 #include <sbx/sbx.h>
 
 #include "../util/buf.h"
+#include "../util/lazy.h"
 #include "serve.h"
 
-#define SRV_ENVD_VERSION "0.5.7"
+/* envd's version today: the SDK gates file metadata (0.6.2), watch-event
+ * entries (0.6.3) and network-mount watching (0.6.4) on it. */
+#define SRV_ENVD_VERSION "0.6.13"
 #define SRV_CLIENT_ID "6532622b"
 #define SRV_JSON_MAX (1u << 20)         /* control-plane and RPC bodies */
 #define SRV_UPLOAD_MAX (512u << 20)     /* /files uploads and template file tars (streamed) */
@@ -33,6 +36,13 @@
 #define SRV_MAX_CONNECTIONS_PER_IP 4096u
 #define SRV_IDLE_TIMEOUT_S 60u
 #define SRV_READ_MAX (1024u << 20)      /* /files downloads without path fds (remote providers) */
+#define SRV_ENVD_PORT 49983u
+#define SRV_PROXY_IDLE_TIMEOUT_S 600u   /* --proxy-idle-timeout default */
+#define SRV_PROXY_PER_SANDBOX 256u      /* --max-proxy-connections default */
+#define SRV_TRAFFIC_HEADER "e2b-traffic-access-token"
+
+struct srv_proxy;
+struct srv_relays;
 
 struct srv_build;
 struct sqlite3;
@@ -53,6 +63,7 @@ struct srv_proc {
 	struct srv_sub *subs;        /* live streams attached to the output */
 	int exited;                  /* status valid */
 	int status, timed_out;
+	int sandbox_gone;            /* it ended because its sandbox was killed */
 	int refs;                    /* guarded by lk */
 	int in_table;                /* guarded by owner->plock */
 	struct srv_proc *next;       /* owner's list */
@@ -70,10 +81,14 @@ struct srv_sandbox {
 	char *template_id;
 	char *alias;                 /* image name it was created from */
 	char token[65];
+	char traffic_token[65];      /* allowPublicTraffic: false: user ports need it */
+	int private_traffic;
 	json_t *metadata;            /* object */
 	json_t *env_vars;            /* object */
 	double started_at, end_at;   /* unix seconds */
 	int paused;
+	int auto_pause;              /* autoPause: the deadline pauses instead of killing */
+	double stat_t, stat_cpu_s;   /* the previous metrics sample (cpuUsedPct) */
 	int allow_internet;
 	char *user;                  /* image default user or NULL (root) */
 	char *workdir;               /* image WorkingDir or NULL */
@@ -121,6 +136,7 @@ struct server {
 	struct srv_build *builds;
 	unsigned port;
 	int abandoned;                /* stopped with connection threads still busy */
+	struct srv_relays *relays;    /* proxied connections (relay.c) */
 };
 
 /* ---- http.c -------------------------------------------------------------- */
@@ -166,6 +182,10 @@ struct srv_req {
 	int queued;
 	int authorized;               /* headers checked; the body may be read */
 	struct srv_sandbox *sb;       /* data plane: the sandbox (a reference) */
+	int begun;                    /* on_request saw the headers */
+	char *raw_uri;                /* the request target as sent (path and query) */
+	unsigned proxy_port;          /* a user port of sb: proxied (proxy_http.c) */
+	struct srv_proxy *proxy;
 };
 
 int sbx__srv_http_start(struct server *srv, void **daemon_out, unsigned *port_out, sbx_error **err);
@@ -183,6 +203,11 @@ void sbx__srv_reply_error(struct srv_req *r, int status, const char *fmt, ...) _
 /* Unary Connect error {"code":"not_found","message":...}. */
 void sbx__srv_reply_connect_error(struct srv_req *r, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+struct MHD_Response;
+/* Queues resp (and destroys this reference) with status and Content-Type. */
+void sbx__srv_queue(struct srv_req *r, int status, struct MHD_Response *resp, const char *ctype);
+/* Counts as activity for the connection's idle timeout. */
+void sbx__srv_touch(struct srv_req *r);
 /* Starts a streaming response; takes ownership of s (fini runs at the end). */
 void sbx__srv_reply_stream(struct srv_req *r, struct srv_stream *s);
 
@@ -199,6 +224,49 @@ void sbx__srv_route_begin(struct srv_req *r);
 void sbx__srv_route(struct srv_req *r);
 /* Splits url path into at most max segments (owned copy in *buf). */
 size_t sbx__srv_split_path(char **segs, size_t max, char **buf, const char *path);
+
+/* ---- proxy_route.c: user ports ({port}-{id}.{domain}, E2b-Sandbox-Port) -- */
+
+/* Where a request goes by its Host ({port}-{id}.{domain}) or routing
+ * headers: 0 for the server itself; 1 with sid and port filled (port may
+ * be envd's); -1 after replying 400 (a malformed routing header). */
+int sbx__srv_proxy_target(struct srv_req *r, char sid[32], unsigned *port);
+/* A user port, from the headers alone: the sandbox (r->sb taken), paused
+ * or not, and its traffic token. 1 to go on, 0 after replying. */
+int sbx__srv_proxy_authorize(struct srv_req *r, const char *sid, unsigned port);
+/* An E2B-shaped proxy error {"code","message","sandboxId"[,"port"]}. */
+void sbx__srv_proxy_error(struct srv_req *r, int status, unsigned port, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* The domain create/connect answers (getHost's suffix); owned, or NULL. */
+char *sbx__srv_proxy_domain(struct server *srv);
+
+/* ---- proxy_http.c -------------------------------------------------------- */
+
+/* After authorization: connects to the port inside the sandbox and sends
+ * the request head; the body then streams through r->feed. Replies on error. */
+void sbx__srv_proxy_begin(struct srv_req *r);
+/* After the body: relays the response (streamed), or a 101 and the relay. */
+void sbx__srv_proxy_finish(struct srv_req *r);
+
+/* ---- relay.c: proxied connections ------------------------------------------ */
+
+int sbx__srv_relays_start(struct server *srv, sbx_error **err);
+/* Closes every relay and stops the thread (before the HTTP side stops). */
+void sbx__srv_relays_stop(struct server *srv);
+/* After the HTTP side stopped: frees the table. */
+void sbx__srv_relays_free(struct server *srv);
+/* Counts fd against the sandbox's cap: 0, or -EAGAIN at the cap. */
+int sbx__srv_relays_track(struct server *srv, const char *sid, int fd);
+void sbx__srv_relays_untrack(struct server *srv, int fd);
+/* An upgraded connection: client socket (MHD's, closed through urh) and
+ * the sandbox's socket (taken), with bytes each side already sent. */
+struct MHD_UpgradeResponseHandle;
+void sbx__srv_relays_add(struct server *srv, const char *sid, int cfd, struct MHD_UpgradeResponseHandle *urh,
+			 int bfd, const char *to_client, size_t nc, const char *to_sandbox, size_t ns);
+/* The sandbox went away: every connection proxied to it is shut down. */
+void sbx__srv_relays_sandbox_gone(struct server *srv, const char *sid);
+/* Live proxied connections (metrics). */
+size_t sbx__srv_relays_count(struct server *srv);
 
 /* ---- errors.c ------------------------------------------------------------ */
 
@@ -271,6 +339,22 @@ json_t *sbx__srv_sandbox_to_row(const struct srv_sandbox *s);
 /* ---- control.c / templates.c -------------------------------------------- */
 
 void sbx__srv_control(struct srv_req *r, char **seg, size_t nseg);
+/* A sandbox as JSON: detail < 0 create/connect (Sandbox), 0 ListedSandbox,
+ * > 0 SandboxDetail. */
+json_t *sbx__srv_sandbox_json(struct server *srv, struct srv_sandbox *s, int detail);
+/* Pauses s as POST /pause does (the caller holds an op reference): 0,
+ * -EALREADY when paused, -EBUSY while a pause or resume is under way. */
+int sbx__srv_sandbox_pause(struct srv_sandbox *s, sbx_error **err);
+/* The CPUs, memory and disk a sandbox of this server is held to (what is
+ * enforced; "no limit" as this host's size). */
+void sbx__srv_sandbox_limits(const struct server *srv, const struct srv_sandbox *s, long *cpus,
+			     long long *mem_mb, long long *disk_mb);
+/* GET /sandboxes/{id}/metrics (sandbox_metrics.c). */
+void sbx__srv_metrics_sandbox(struct srv_req *r, struct srv_sandbox *s);
+/* GET /sandboxes, /v2/sandboxes (listing.c). */
+void sbx__srv_list(struct srv_req *r, int v2);
+/* RFC 3339 (Z or +hh:mm, optional fraction) to unix seconds; 0 or -EINVAL. */
+int sbx__srv_parse_rfc3339(double *out, const char *s);
 void sbx__srv_templates(struct srv_req *r, char **seg, size_t nseg);
 /* PUT /templates/{id}/files/{hash}: streams the body into a private file. */
 void sbx__srv_template_files_begin(struct srv_req *r, const char *hash);
@@ -314,7 +398,13 @@ void sbx__srv_procs_release(struct srv_sandbox *s);
 char *sbx__srv_user_home(struct srv_sandbox *s, const char *user);
 /* Resolves a path against the user's home; owned. */
 char *sbx__srv_resolve_path(struct srv_sandbox *s, const char *user, const char *path);
-json_t *sbx__srv_entry_info(const sbx_file_info *f);
+/* envd's EntryInfo of f (entry_info.c): symlinks resolved to absolute
+ * targets inside the sandbox, user.* xattrs as metadata. */
+json_t *sbx__srv_entry_info(struct srv_sandbox *s, const sbx_file_info *f);
+/* user.* extended attributes of an fd (O_PATH works) as a JSON object. */
+json_t *sbx__srv_xattr_metadata(int fd);
+/* Sets user.<key> for each string of meta; 0 or -errno. */
+int sbx__srv_xattr_set_metadata(int fd, json_t *meta);
 
 /* ---- multipart.c --------------------------------------------------------- */
 
@@ -345,5 +435,8 @@ void sbx__srv_metrics_reply(struct srv_req *r);
  * (JSON string syntax, \u00XX per byte), so it cannot break a log line. With
  * `json`, quotes are escaped too. Owned. */
 char *sbx__srv_log_escape(const char *s, int json);
+
+/* lazy_mhd.c, lazy_sqlite.c, lazy_zlib.c: loaded when `sbx serve` starts. */
+extern sbx__lazy_lib sbx__lazy_mhd, sbx__lazy_sqlite, sbx__lazy_zlib;
 
 #endif

@@ -23,6 +23,8 @@
 
 int sbx__srv_state_open(struct server *srv, sbx_error **err)
 {
+	if (sbx__lazy_load(&sbx__lazy_sqlite, err) < 0)
+		return -ENOSYS;
 	_cleanup_free_ char *path = xasprintf("%s/server/server.db", srv->cfg.state_dir);
 	sqlite3 *db = NULL;
 	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
@@ -55,14 +57,17 @@ void sbx__srv_state_close(struct server *srv)
 
 json_t *sbx__srv_sandbox_to_row(const struct srv_sandbox *s)
 {
-	json_t *row = json_pack("{s:s,s:s,s:s?,s:s,s:O,s:O,s:f,s:f,s:b,s:b,s:s?,s:s?}", "id", s->id, "templateID",
+	json_t *row = json_pack("{s:s,s:s,s:s?,s:s,s:O,s:O,s:f,s:f,s:b,s:b,s:b,s:s?,s:s?}", "id", s->id, "templateID",
 				s->template_id, "alias", s->alias, "token", s->token, "metadata", s->metadata,
 				"envVars", s->env_vars, "startedAt", s->started_at, "endAt", s->end_at, "paused",
-				s->paused, "allowInternet", s->allow_internet, "user", s->user, "workdir", s->workdir);
+				s->paused, "autoPause", s->auto_pause, "allowInternet", s->allow_internet, "user",
+				s->user, "workdir", s->workdir);
+	if (row && s->private_traffic)
+		json_object_set_new(row, "trafficToken", json_string(s->traffic_token));
 	/* what another API keeps about the sandbox (the Daytona API's name, intervals) */
-	if (s->ext && s->ext_row)
+	if (row && s->ext && s->ext_row)
 		json_object_set_new(row, "ext", s->ext_row(s->ext));
-	else if (s->ext_saved)
+	else if (row && s->ext_saved)
 		json_object_set(row, "ext", s->ext_saved);
 	return row;
 }
@@ -130,7 +135,13 @@ static struct srv_sandbox *from_row(const char *id, const char *data)
 	s->started_at = json_real_value(json_object_get(o, "startedAt"));
 	s->end_at = json_real_value(json_object_get(o, "endAt"));
 	s->paused = json_is_true(json_object_get(o, "paused"));
+	s->auto_pause = json_is_true(json_object_get(o, "autoPause"));
 	s->allow_internet = json_is_true(json_object_get(o, "allowInternet"));
+	const char *tt = json_string_value(json_object_get(o, "trafficToken"));
+	if (tt && *tt) { /* a private sandbox stays private across restarts */
+		snprintf(s->traffic_token, sizeof(s->traffic_token), "%s", tt);
+		s->private_traffic = 1;
+	}
 	s->user = jstr(o, "user");
 	s->workdir = jstr(o, "workdir");
 	s->ext_saved = json_incref(json_object_get(o, "ext"));

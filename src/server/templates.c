@@ -138,6 +138,8 @@ static bool hardlink_ok(const char *dir, const char *target)
  */
 static int extract(const char *tarball, const char *dir, sbx_error **err)
 {
+	if (sbx__lazy_load(&sbx__lazy_archive, err) < 0)
+		return -ENOSYS;
 	struct archive *a = archive_read_new();
 	archive_read_support_filter_all(a);
 	archive_read_support_format_all(a);

@@ -32,6 +32,7 @@
 #include "util/sha256.h"
 #include "util/str.h"
 #include "build_int.h"
+#include "util/lazy.h"
 
 #define CACHE_PREFIX "sbx-cache/"
 #define SLUG_MAX 100
@@ -367,6 +368,8 @@ static int target_stage(struct build *b)
 
 static int prepare(struct build *b, sbx_runtime *rt, const sbx_build_opts *o, sbx_error **err)
 {
+	if (sbx__lazy_load(&sbx__lazy_crypto, err) < 0)
+		return -ENOSYS;
 	memset(b, 0, sizeof(*b));
 	b->rt = rt;
 	b->o = o;

@@ -25,6 +25,7 @@
 #include "util/fs.h"
 #include "util/str.h"
 #include "templates_int.h"
+#include "util/lazy.h"
 
 /*
  * One entry being read: the top of a source (REL resolved inside the
@@ -311,6 +312,8 @@ static int chown_tree(int dfd, const char *name, const char *label, uid_t uid, g
 int sbx__ctx_extract(const char *root_dir, const char *rel, const char *dst,
 		     const struct copy_opts *o, sbx_error **err)
 {
+	if (sbx__lazy_load(&sbx__lazy_archive, err) < 0)
+		return -ENOSYS;
 	_cleanup_close_ int root = sbx__ctx_open_root(root_dir, err);
 	if (root < 0)
 		return root;

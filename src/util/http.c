@@ -18,6 +18,7 @@
 
 #include "alloc.h"
 #include "http.h"
+#include "lazy.h"
 #include "log.h"
 
 #define POOL_MAX 16
@@ -99,12 +100,20 @@ void sbx__http_headers_free(char **lines)
 
 char *sbx__http_escape(const char *s)
 {
-	pthread_once(&once, setup);
-	char *e = curl_easy_escape(NULL, s, 0);
-	if (!e)
-		abort(); /* out of memory, by policy */
-	char *r = xstrdup(e);
-	curl_free(e);
+	/* RFC 3986 unreserved characters stay, every other byte is %XX: what
+	 * curl_easy_escape does, without loading libcurl for it. */
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(s);
+	char *r = xcalloc(1, 3 * n + 1), *o = r;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+			*o++ = (char)*p;
+		} else {
+			*o++ = '%';
+			*o++ = hex[*p >> 4];
+			*o++ = hex[*p & 15];
+		}
+	}
 	return r;
 }
 
@@ -313,6 +322,11 @@ int sbx__http_perform(sbx_http_req *rq, sbx_error **err)
 	rq->status = 0;
 	rq->fail = SBX_HTTP_OK;
 	rq->error[0] = '\0';
+	if (sbx__lazy_load(&sbx__lazy_curl, err) < 0) {
+		rq->fail = SBX_HTTP_OTHER;
+		snprintf(rq->error, sizeof(rq->error), "libcurl cannot be loaded");
+		return -ENOSYS;
+	}
 	CURL *h = handle_get();
 	if (!h) {
 		rq->fail = SBX_HTTP_OTHER;

@@ -84,7 +84,8 @@ typedef struct sbx_http_req {
  * ("<METHOD> <url without query>: <why>").
  * @return 0 when a response arrived (any status), -ECONNREFUSED,
  *         -EHOSTUNREACH, -ETIMEDOUT, -EPROTO (scheme or TLS), -E2BIG
- *         (body past resp->max), -ECANCELED, -EIO, or the callback's code.
+ *         (body past resp->max), -ECANCELED, -EIO, -ENOSYS (libcurl cannot be
+ *         loaded: ERR names the package), or the callback's code.
  */
 int sbx__http_perform(sbx_http_req *rq, sbx_error **err);
 

@@ -22,7 +22,8 @@ void sbx__sha256_reset(EVP_MD_CTX *md);
 void sbx__sha256_final_hex(EVP_MD_CTX *md, char out[SBX_SHA256_HEX_LEN + 1]);
 /* Finishes MD into the raw 32-byte digest. */
 void sbx__sha256_final(EVP_MD_CTX *md, unsigned char out[SBX_SHA256_LEN]);
-/* Raw SHA-256 of LEN bytes (for encodings other than hex). */
+/* Raw SHA-256 of LEN bytes (for encodings other than hex). The one-shot
+ * pair never loads libcrypto (see sha256.c). */
 void sbx__sha256(unsigned char out[SBX_SHA256_LEN], const void *data, size_t len);
 /* Hex of the SHA-256 of LEN bytes. */
 void sbx__sha256_hex(char out[SBX_SHA256_HEX_LEN + 1], const void *data, size_t len);

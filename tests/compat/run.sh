@@ -105,6 +105,7 @@ for v in "${versions[@]}"; do
   [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
   total_pass=$((total_pass + p)) total_fail=$((total_fail + f)) total_skip=$((total_skip + s))
   summary+=("e2b@$v: $p passed, $f failed, $s skipped")
+  r=$(node "$here/ports.mjs" "$cache/e2b-$v" 2>&1 | tee /dev/stderr | sed -nE 's/^ports e2b@[^:]*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/p' | tail -n1); read -r p f s <<<"${r:-0 1 0}"; total_pass=$((total_pass + p)) total_fail=$((total_fail + f)) total_skip=$((total_skip + s)); summary+=("ports e2b@$v: $p passed, $f failed, $s skipped")
   left=$("$sbx" ls --json 2>/dev/null | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).length))')
   if [ "${left:-x}" != 0 ]; then
     echo "compat: e2b@$v left ${left:-?} sandbox(es) behind"

@@ -14,7 +14,7 @@
 // Exit status: 0 when nothing failed.
 import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -52,6 +52,10 @@ try {
 const { Sandbox, CommandExitError, NotFoundError, AuthenticationError } = e2b;
 const FileNotFound = e2b.FileNotFoundError || NotFoundError; // 2.8.x has only NotFoundError
 const TAG = `e2b@${VERSION}`;
+// What this SDK version can send (older ones lack file metadata, watch
+// entries, lifecycle): checks of a missing feature are skipped, saying so.
+const SDK_SRC = readFileSync(join(pkgDir, 'dist', 'index.js'), 'utf8');
+const sdkHas = (s) => SDK_SRC.includes(s);
 const RUN = `${process.pid}-${Date.now().toString(36)}`; // metadata value unique to this run
 
 // ---- tiny harness ----------------------------------------------------------
@@ -124,7 +128,7 @@ async function check(name, fn) {
       return;
     }
     failed++;
-    console.log(`FAIL ${TAG} ${name}: ${err?.constructor?.name}: ${err?.message}`);
+    console.log(`FAIL ${TAG} ${name}: ${err?.constructor?.name}: ${err?.message}${err instanceof CommandExitError ? ` (exit ${err.exitCode}, stderr ${show(err.stderr)})` : ''}`);
     if (err?.stack && !(err.message || '').includes('expected')) console.log(err.stack.split('\n').slice(1, 6).join('\n'));
     throw new Failed(name);
   }
@@ -370,6 +374,116 @@ async function main() {
     await sbx.files.remove(`${D}/big.bin`);
   });
 
+  await check('files.remove of a missing path (success, as envd)', async () => {
+    // envd removes with os.RemoveAll: nothing there is not an error.
+    await sbx.files.remove(`${D}/never-existed`);
+    await sbx.files.remove(`${D}/no/such/dir`);
+  });
+
+  await check('envd version and entry info (size, mode, owner, mtime, symlink)', async () => {
+    const info = await Sandbox.getInfo(sbx.sandboxId);
+    ok(semverAtLeast(info.envdVersion || '0.0.0', '0.6.3'), 'envdVersion >= 0.6.3 (file metadata, watch entries)', info.envdVersion);
+    await sbx.commands.run(`mkdir -p ${D}/ei/sub && printf 12345 > ${D}/ei/f.txt && chmod 640 ${D}/ei/f.txt && ` +
+      `TZ=UTC touch -d '2020-01-02 03:04:05' ${D}/ei/f.txt && ln -s f.txt ${D}/ei/rel && ln -s ../ei/sub ${D}/ei/dirlink && ` +
+      `ln -s rel ${D}/ei/chain && ln -s nowhere ${D}/ei/dangling`);
+    const f = await sbx.files.getInfo(`${D}/ei/f.txt`);
+    eq(f.type, 'file', 'type');
+    eq(f.size, 5, 'size');
+    eq(f.mode, 0o640, 'mode (permission bits)');
+    eq(f.permissions, '-rw-r-----', 'permissions');
+    eq(f.owner, 'root', 'owner');
+    eq(f.group, 'root', 'group');
+    ok(f.modifiedTime instanceof Date, 'modifiedTime is a Date', f.modifiedTime);
+    eq(f.modifiedTime.toISOString(), '2020-01-02T03:04:05.000Z', 'modifiedTime');
+    eq(f.symlinkTarget, undefined, 'no symlinkTarget for a file');
+    const d = await sbx.files.getInfo(`${D}/ei/sub`);
+    eq(d.type, 'dir', 'directory type');
+    ok(d.permissions.startsWith('d'), 'directory permissions start with d', d.permissions);
+    // A symlink: the absolute, resolved target, and the target's type.
+    const l = await sbx.files.getInfo(`${D}/ei/rel`);
+    eq(l.symlinkTarget, `${D}/ei/f.txt`, 'symlinkTarget of a relative link (absolute)');
+    eq(l.type, 'file', 'type of a link to a file');
+    eq(l.permissions, 'Lrwxrwxrwx', 'permissions of a link');
+    eq((await sbx.files.getInfo(`${D}/ei/chain`)).symlinkTarget, `${D}/ei/f.txt`, 'symlinkTarget through two links');
+    const dl = await sbx.files.getInfo(`${D}/ei/dirlink`);
+    eq(dl.symlinkTarget, `${D}/ei/sub`, 'symlinkTarget of ../ei/sub');
+    eq(dl.type, 'dir', 'type of a link to a directory');
+    const listed = Object.fromEntries((await sbx.files.list(`${D}/ei`)).map((e) => [e.name, e]));
+    eq(listed.rel?.symlinkTarget, `${D}/ei/f.txt`, 'symlinkTarget in list()');
+    eq(listed['f.txt']?.size, 5, 'size in list()');
+    await sbx.files.remove(`${D}/ei`);
+  });
+
+  await check('files.write metadata (envd 0.6.2)', async () => {
+    if (!sdkHas('X-Metadata-')) skip(`${TAG} sends no file metadata`);
+    const w = await sbx.files.write(`${D}/meta.txt`, 'with metadata', { metadata: { owner: 'compat', run: RUN } });
+    eq(w.metadata?.owner, 'compat', 'WriteInfo.metadata.owner');
+    const i = await sbx.files.getInfo(`${D}/meta.txt`);
+    eq(i.metadata?.owner, 'compat', 'getInfo().metadata.owner');
+    eq(i.metadata?.run, RUN, 'getInfo().metadata.run');
+    eq((await sbx.files.getInfo(`${D}/empty`)).metadata, undefined, 'no metadata on a plain file');
+    await sbx.files.remove(`${D}/meta.txt`);
+  });
+
+  await check('watchDir with includeEntry (envd 0.6.3)', async () => {
+    if (!sdkHas('includeEntry')) skip(`${TAG} has no includeEntry`);
+    await sbx.files.makeDir(`${D}/w`);
+    const events = [];
+    const h = await sbx.files.watchDir(`${D}/w`, (e) => events.push(e), { includeEntry: true });
+    try {
+      await sbx.files.write(`${D}/w/new.txt`, 'abc');
+      await waitFor(() => events.some((e) => e.name === 'new.txt' && e.entry), 15_000, 'an event for new.txt with entry');
+      const e = events.find((x) => x.name === 'new.txt' && x.entry);
+      eq(e.entry.path, `${D}/w/new.txt`, 'entry.path');
+      eq(e.entry.type, 'file', 'entry.type');
+      ok(typeof e.entry.size === 'number', 'entry.size is a number', e.entry.size);
+    } finally {
+      await h.stop();
+    }
+    await sbx.files.remove(`${D}/w`);
+  });
+
+  await check('stdin streaming (delivered while the process runs)', async () => {
+    let out = '';
+    // A reader that read(2)s its stdin. (busybox cat, the test image's cat,
+    // passes nothing on until stdin closes inside a sandbox: a known gap,
+    // docs/server.md, "Processes and E2B's lifecycle".)
+    const h = await sbx.commands.run('while IFS= read -r l; do echo "$l"; done', { background: true, stdin: true, onStdout: (d) => (out += d) });
+    await sbx.commands.sendStdin(h.pid, 'ping\n');
+    await waitFor(() => out === 'ping\n', 15_000, 'the first line echoed before stdin closes');
+    await sbx.commands.sendStdin(h.pid, 'pong\n');
+    await waitFor(() => out === 'ping\npong\n', 15_000, 'the second line echoed');
+    eq(await h.kill(), true, 'kill the reader');
+    await rejects(h.wait(), CommandExitError, 'wait() after kill');
+  });
+
+  await check('signed file URLs (downloadUrl / uploadUrl)', async () => {
+    await sbx.files.write(`${D}/signed.txt`, 'signed content');
+    // No E2b-Sandbox-Id, no X-Access-Token: the signature alone.
+    const dl = await sbx.downloadUrl(`${D}/signed.txt`);
+    ok(dl.includes('signature=v1_'), 'downloadUrl carries a v1 signature', dl);
+    let r = await fetch(dl);
+    eq(r.status, 200, 'GET of the download URL');
+    eq(await r.text(), 'signed content', 'downloaded content');
+    const ul = await sbx.uploadUrl(`${D}/uploaded.txt`, { useSignatureExpiration: 60 });
+    ok(ul.includes('signature_expiration='), 'uploadUrl with an expiration', ul);
+    const form = new FormData();
+    form.append('file', new Blob(['via signed url']), `${D}/uploaded.txt`);
+    r = await fetch(ul, { method: 'POST', body: form });
+    eq(r.status, 200, 'POST to the upload URL');
+    eq(await sbx.files.read(`${D}/uploaded.txt`), 'via signed url', 'uploaded content');
+    // A signature for another operation, a changed path, an expired one: 401.
+    const u = new URL(dl);
+    u.searchParams.set('path', `${D}/uploaded.txt`);
+    eq((await fetch(u)).status, 401, 'download URL with another path');
+    eq((await fetch(ul.replace('uploaded.txt', 'signed.txt'))).status, 401, 'upload URL used for reading another file');
+    const expired = await sbx.downloadUrl(`${D}/signed.txt`, { useSignatureExpiration: -10 });
+    eq((await fetch(expired)).status, 401, 'expired download URL');
+    const bad = new URL(dl);
+    bad.searchParams.set('signature', 'v1_' + 'A'.repeat(43));
+    eq((await fetch(bad)).status, 401, 'download URL with a wrong signature');
+  });
+
   await check('getInfo', async () => {
     const info = await sbx.getInfo();
     eq(info.sandboxId, sbx.sandboxId, 'sandboxId');
@@ -415,6 +529,98 @@ async function main() {
     await c.files.write(`${D}/via-connect.txt`, 'via connect');
     eq(await sbx.files.read(`${D}/via-connect.txt`), 'via connect', 'file written through connect, read through create');
     await rejects(Sandbox.connect('nosuchsandbox0000000'), NotFoundError, 'connect to an unknown id');
+  });
+
+  await check('list: newest first, startedAfter / startedBefore', async () => {
+    const q = `metadata=${encodeURIComponent(`compat_run=${RUN}`)}`;
+    const r = await api('GET', `/v2/sandboxes?${q}`);
+    eq(r.status, 200, 'GET /v2/sandboxes status');
+    const ids = r.json.map((x) => x.sandboxID);
+    eq(ids.join(','), [second.sandboxId, sbx.sandboxId].join(','), 'default order: newest first');
+    const asc = await api('GET', `/v2/sandboxes?${q}&order=asc`);
+    eq(asc.json.map((x) => x.sandboxID).join(','), [sbx.sandboxId, second.sandboxId].join(','), 'order=asc');
+    const paged = await api('GET', `/v2/sandboxes?${q}&limit=1`);
+    eq(paged.json.map((x) => x.sandboxID).join(','), second.sandboxId, 'first page of one');
+    const tok = paged.headers.get('x-next-token');
+    ok(tok, 'X-Next-Token on the first page');
+    const page2 = await api('GET', `/v2/sandboxes?${q}&limit=1&nextToken=${encodeURIComponent(tok)}`);
+    eq(page2.json.map((x) => x.sandboxID).join(','), sbx.sandboxId, 'second page');
+    eq(page2.headers.get('x-next-token'), null, 'no X-Next-Token on the last page');
+    const t2 = (await second.getInfo()).startedAt;
+    const after = await api('GET', `/v2/sandboxes?${q}&startedAfter=${encodeURIComponent(new Date(t2.getTime() - 1).toISOString())}`);
+    eq(after.json.map((x) => x.sandboxID).join(','), second.sandboxId, 'startedAfter just before the second one');
+    const before = await api('GET', `/v2/sandboxes?${q}&startedBefore=${encodeURIComponent(new Date(t2.getTime() - 1).toISOString())}`);
+    eq(before.json.map((x) => x.sandboxID).join(','), sbx.sandboxId, 'startedBefore just before the second one');
+    expectError(await api('GET', '/v2/sandboxes?startedAfter=yesterday'), 400, 'startedAfter that is not RFC 3339');
+    const sdk = await listSdk({ metadata: { compat_run: RUN } });
+    eq(sdk[0]?.sandboxId, second.sandboxId, 'Sandbox.list(): newest first');
+  });
+
+  await check('pause: envd unreachable until connect resumes', async () => {
+    const p = await create({ metadata: { role: 'pause' } });
+    await p.commands.run('echo before > /tmp/state');
+    await (typeof p.pause === 'function' ? p.pause() : p.betaPause());
+    eq(await p.isRunning(), false, 'isRunning() of a paused sandbox');
+    eq((await Sandbox.getInfo(p.sandboxId)).state, 'paused', 'state after pause');
+    await rejects(p.commands.run('true', { requestTimeoutMs: 10_000 }), null, 'commands.run on a paused sandbox');
+    await rejects(p.files.read('/tmp/state'), null, 'files.read on a paused sandbox');
+    const c = await Sandbox.connect(p.sandboxId);
+    eq(await c.isRunning(), true, 'isRunning() after connect');
+    eq((await Sandbox.getInfo(p.sandboxId)).state, 'running', 'state after connect');
+    eq((await c.commands.run('cat /tmp/state')).stdout, 'before\n', 'state kept across pause');
+    eq(await p.isRunning(), true, 'the old handle works again');
+    await Sandbox.kill(p.sandboxId);
+    created.delete(p.sandboxId);
+  });
+
+  await check("lifecycle onTimeout 'pause': the timeout pauses", async () => {
+    // 2.30 on: Sandbox.create's lifecycle.onTimeout; before: betaCreate's autoPause.
+    const opts = { metadata: { compat_run: RUN, role: 'autopause' }, timeoutMs: 2_000 };
+    let p;
+    if (sdkHas('lifecycle')) p = await create({ ...opts, lifecycle: { onTimeout: 'pause' } });
+    else if (typeof Sandbox.betaCreate === 'function') p = await Sandbox.betaCreate({ ...opts, autoPause: true });
+    else skip(`${TAG} can ask for neither lifecycle.onTimeout nor autoPause`);
+    created.add(p.sandboxId);
+    const pi = await p.getInfo();
+    if ('lifecycle' in pi) eq(pi.lifecycle?.onTimeout, 'pause', 'getInfo().lifecycle.onTimeout');
+    await p.files.write('/tmp/kept', 'kept');
+    await waitFor(async () => (await Sandbox.getInfo(p.sandboxId)).state === 'paused', 60_000, 'state paused after the timeout');
+    eq(await p.isRunning(), false, 'isRunning() once paused');
+    const c = await Sandbox.connect(p.sandboxId, { timeoutMs: 300_000 });
+    eq(await c.files.read('/tmp/kept'), 'kept', 'files kept across the auto-pause');
+    await Sandbox.kill(p.sandboxId);
+    created.delete(p.sandboxId);
+  });
+
+  await check('kill during cmd.wait()', async () => {
+    const k = await create({ metadata: { role: 'killwait' } });
+    const h = await k.commands.run('sleep 600', { background: true });
+    const waiting = h.wait().then((res) => ({ res }), (err) => ({ err }));
+    await sleep(300);
+    eq(await Sandbox.kill(k.sandboxId), true, 'Sandbox.kill');
+    created.delete(k.sandboxId);
+    const w = await withTimeout(waiting, 30_000, 'wait() of a command in a killed sandbox');
+    // E2B: the stream breaks with no end event; the SDK raises TimeoutError
+    // ("sandbox timeout"), not CommandExitError.
+    ok(w.err, 'wait() rejects', w.res);
+    ok(w.err instanceof e2b.TimeoutError, `wait() rejects with TimeoutError (got ${w.err?.constructor?.name}: ${w.err?.message})`);
+  });
+
+  await check('getMetrics (cgroups)', async () => {
+    await sbx.commands.run('head -c 8000000 /dev/zero > /tmp/m.bin; i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done');
+    const m = await sbx.getMetrics();
+    ok(Array.isArray(m) && m.length >= 1, 'at least one sample', m);
+    const x = m[m.length - 1];
+    ok(x.timestamp instanceof Date && !isNaN(x.timestamp), 'timestamp is a Date', x.timestamp);
+    ok(Number.isInteger(x.cpuCount) && x.cpuCount >= 1, 'cpuCount', x.cpuCount);
+    ok(typeof x.cpuUsedPct === 'number' && x.cpuUsedPct >= 0, 'cpuUsedPct', x.cpuUsedPct);
+    ok(x.memUsed > 0 && x.memTotal >= x.memUsed, 'memUsed <= memTotal, both > 0', x);
+    ok(x.diskTotal > 0 && x.diskUsed >= 0 && x.diskUsed <= x.diskTotal, 'diskUsed <= diskTotal', x);
+    const s = await Sandbox.getMetrics(sbx.sandboxId);
+    ok(s.length >= 1, 'static getMetrics', s);
+    // 2.8.x maps this 404 to a plain SandboxError("404: ...").
+    const nf = await rejects(Sandbox.getMetrics('nosuchsandbox0000000'), null, 'getMetrics of an unknown id');
+    ok(nf instanceof NotFoundError || /^404: /.test(nf.message), 'getMetrics of an unknown id: not found', `${nf?.constructor?.name}: ${nf?.message}`);
   });
 
   await check('setTimeout expiry kills the sandbox', async () => {

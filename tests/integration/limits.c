@@ -161,3 +161,33 @@ Test(limits, reported_limits_fill_in_the_defaults)
 	cr_expect_eq(sbx_sandbox_limits(&l, rt, &so, &err), -ENOENT);
 	sbx_error_free(err);
 }
+
+/* sbx_sandbox_stats: CPU time, memory and the writable layer grow with
+ * what runs inside, and a paused sandbox still answers. */
+Test(limits, stats_follow_what_runs_inside)
+{
+	sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
+	so.storage_mb = 64;
+	sbx_sandbox *sb = sbx_test_sandbox(rt, &so);
+	sbx_stats a, b;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_sandbox_stats(&a, sb, &err), 0, "%s", err ? err->msg : "");
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	/* btrfs accounts a qgroup at transaction commit: sync makes it now */
+	o.shell = "head -c 8000000 /dev/urandom > /big; sync; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done";
+	sbx_exec_result r;
+	cr_assert_eq(sbx_sandbox_exec(&r, sb, &o, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	sbx_exec_result_free(&r);
+	cr_assert_eq(sbx_sandbox_stats(&b, sb, &err), 0, "%s", err ? err->msg : "");
+	cr_expect(b.cpu_s > a.cpu_s, "cpu %g s then %g s", a.cpu_s, b.cpu_s);
+	cr_expect(b.mem_bytes > 0 && b.mem_cache_bytes <= b.mem_bytes, "memory %llu, cache %llu", b.mem_bytes,
+		  b.mem_cache_bytes);
+	cr_expect(b.disk_bytes >= a.disk_bytes + 7000000, "layer %llu then %llu bytes", a.disk_bytes, b.disk_bytes);
+	cr_expect(b.disk_total_bytes >= 60ull << 20 && b.disk_total_bytes <= 70ull << 20, "layer limit %llu",
+		  b.disk_total_bytes);
+	cr_assert_eq(sbx_sandbox_pause(sb, &err), 0, "%s", err ? err->msg : "");
+	cr_expect_eq(sbx_sandbox_stats(&b, sb, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(sbx_sandbox_resume(sb, &err), 0, "%s", err ? err->msg : "");
+	destroy(sb);
+}

@@ -210,7 +210,7 @@ static struct sbx_ref create_sb(const char *body, int v2)
 	struct sbx_ref s;
 	snprintf(s.id, sizeof(s.id), "%s", json_string_value(json_object_get(j, "sandboxID")));
 	snprintf(s.token, sizeof(s.token), "%s", json_string_value(json_object_get(j, "envdAccessToken")));
-	cr_assert_str_eq(json_string_value(json_object_get(j, "envdVersion")), "0.5.7");
+	cr_assert_str_eq(json_string_value(json_object_get(j, "envdVersion")), "0.6.13");
 	json_decref(j);
 	free(r.body);
 	return s;
@@ -474,9 +474,24 @@ Test(server, control_plane)
 	r = api("GET", p, NULL);
 	cr_assert(strstr(r.body, "\"state\":\"paused\""));
 	free(r.body);
+	/* a paused sandbox's envd is unreachable, /health included (E2B) */
+	char idh[80], tokh[128];
+	snprintf(idh, sizeof(idh), "E2b-Sandbox-Id: %s", a.id);
+	snprintf(tokh, sizeof(tokh), "X-Access-Token: %s", a.token);
+	const char *hh[] = { idh, tokh, NULL };
+	r = req("GET", "/health", hh, NULL, 0, 0, 0);
+	cr_assert_eq(r.status, 502, "health of a paused sandbox: %ld", r.status);
+	free(r.body);
+	const char *th[] = { tokh, NULL }; /* SDKs before 2.14.1: the token alone */
+	r = req("GET", "/health", th, NULL, 0, 0, 0);
+	cr_assert_eq(r.status, 502, "health (token only) of a paused sandbox: %ld", r.status);
+	free(r.body);
 	snprintf(p, sizeof(p), "/v2/sandboxes/%s/connect", a.id);
 	r = api("POST", p, "{}");
 	cr_assert_eq(r.status, 201, "%ld %s", r.status, r.body);
+	free(r.body);
+	r = req("GET", "/health", hh, NULL, 0, 0, 0);
+	cr_assert_eq(r.status, 204, "health after connect: %ld", r.status);
 	free(r.body);
 	x = run_cmd(&a, "echo alive", NULL);
 	cr_assert_str_eq(x.out, "alive\n");
@@ -688,6 +703,24 @@ Test(server, filesystem_and_files)
 	r = req("POST", "/files?path=/tmp/raw.bin", oh, "\x01\x02\x00\x03", 4, 1, 0);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	free(r.body);
+	/* file metadata (envd 0.6.2) as envd reads it: keys lowercased, empty
+	 * keys dropped, the first of repeated headers kept; user.* xattrs */
+	const char *xh[] = { idh, tokh, "Content-Type: application/octet-stream", "X-Metadata-Author: mish",
+			     "x-metadata-PURPOSE: up", "X-Metadata-Author: second", "X-Metadata-: none", NULL };
+	r = req("POST", "/files?path=/tmp/meta.bin", xh, "m", 1, 1, 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert(strstr(r.body, "\"metadata\":{\"author\":\"mish\",\"purpose\":\"up\"}"), "%s", r.body);
+	free(r.body);
+	r = envd(&a, "/filesystem.Filesystem/Stat", "{\"path\":\"/tmp/meta.bin\"}", 0, NULL, 0);
+	cr_assert(strstr(r.body, "\"author\":\"mish\"") && strstr(r.body, "\"purpose\":\"up\""), "%s", r.body);
+	free(r.body);
+	/* a relative symlink's target, absolute and resolved, with its type */
+	struct run ln = run_cmd(&a, "mkdir -p /tmp/l/d && ln -s ../../raw.bin /tmp/l/d/up && ln -s d/up /tmp/l/chain", NULL);
+	cr_assert_eq(ln.exit_code, 0, "%s", ln.err);
+	r = envd(&a, "/filesystem.Filesystem/Stat", "{\"path\":\"/tmp/l/chain\"}", 0, NULL, 0);
+	cr_assert(strstr(r.body, "\"symlinkTarget\":\"/tmp/raw.bin\"") && strstr(r.body, "FILE_TYPE_FILE") &&
+		  strstr(r.body, "\"permissions\":\"Lrwxrwxrwx\""), "%s", r.body);
+	free(r.body);
 	/* filesystem RPCs */
 	r = envd(&a, "/filesystem.Filesystem/Stat", "{\"path\":\"/tmp/raw.bin\"}", 0, NULL, 0);
 	cr_assert_eq(r.status, 200);
@@ -712,6 +745,10 @@ Test(server, filesystem_and_files)
 	free(r.body);
 	r = envd(&a, "/filesystem.Filesystem/Remove", "{\"path\":\"/tmp/d1\"}", 0, NULL, 0);
 	cr_assert_eq(r.status, 200);
+	free(r.body);
+	/* removing what is not there succeeds, as envd's os.RemoveAll */
+	r = envd(&a, "/filesystem.Filesystem/Remove", "{\"path\":\"/tmp/never/there\"}", 0, NULL, 0);
+	cr_assert_eq(r.status, 200, "remove of a missing path: %ld %s", r.status, r.body);
 	free(r.body);
 	r = envd(&a, "/filesystem.Filesystem/Stat", "{\"path\":\"/tmp/d1\"}", 0, NULL, 0);
 	cr_assert_eq(r.status, 404);

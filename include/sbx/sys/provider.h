@@ -131,8 +131,10 @@ typedef struct sbx_provider_desc {
 /*
  * Version 2 added `desc` after `name`: a version 1 table (compiled against the old
  * layout) is refused by sbx_provider_register with a message that says so.
+ * Version 3 appended `stats` and `connect_port`; a version 2 table is still accepted
+ * and the core never reads past its end (those ops count as NULL).
  */
-#define SBX_PROVIDER_OPS_VERSION 2
+#define SBX_PROVIDER_OPS_VERSION 3
 
 /*
  * Every op returns 0 or a negative errno and sets *err (a lowercase message naming the
@@ -222,6 +224,15 @@ typedef struct sbx_provider_ops {
 	unsigned features;
 	/** Optional: the limits OPTS gets (see sbx_sandbox_limits()), defaults filled in. */
 	int (*limits)(sbx_limits *out, void *ctx, const sbx_sandbox_opts *opts, sbx_error **err);
+
+	/* ---- version 3 ---- */
+	/** Optional: resource use now (see sbx_sandbox_stats()); must not block on the sandbox. */
+	int (*stats)(sbx_stats *out, void *sb, sbx_error **err);
+	/** Optional: a TCP connection to 127.0.0.1:port inside the sandbox's own network
+	 *  (never the host's): *fd_out a connected, non-blocking, close-on-exec socket owned
+	 *  by the caller. -ECONNREFUSED (nothing listens), -ETIMEDOUT, -ESRCH (gone),
+	 *  -EPERM (the sandbox shares the host's network: its ports are the host's). */
+	int (*connect_port)(int *fd_out, void *sb, unsigned port, sbx_error **err);
 } sbx_provider_ops;
 
 

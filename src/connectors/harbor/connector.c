@@ -145,7 +145,14 @@ static int verify(sbx_episode *ep, sbx_verdict *v, sbx_error **err)
 {
 	const sbx_task *t = sbx_episode_task(ep);
 	_cleanup_free_ char *tests = xasprintf("%s/tests", t->dir);
-	int r = sbx_sandbox_upload(sbx_episode_sandbox(ep), tests, "/tests", err);
+	/* The agent had the sandbox until now: a /tests it made would take the
+	 * upload one level down (tests/ in /tests/tests), and a reward.json it
+	 * planted would outrank the reward.txt test.sh writes. Start both clean. */
+	int r = sbx_episode_root_sh(ep, "rm -rf /tests /logs/verifier && mkdir -p /logs/verifier && "
+				    "chmod 777 /logs/verifier", err);
+	if (r < 0)
+		return sbx_error_prefix(err, r, "wipe /tests and /logs/verifier");
+	r = sbx_sandbox_upload(sbx_episode_sandbox(ep), tests, "/tests", err);
 	if (r == 0)
 		r = sbx_episode_root_sh(ep, "chmod +x /tests/test.sh", err);
 	if (r < 0)

@@ -24,6 +24,7 @@
 #include "../../util/config.h"
 #include "../../util/fs.h"
 #include "../../util/http.h"
+#include "../../util/lazy.h"
 #include "../../util/str.h"
 #include "e2b_int.h"
 
@@ -258,6 +259,8 @@ static void add_entry(struct archive *a, struct archive *disk, const char *host,
 int sbx__e2b_tar_path(int *fd_out, off_t *len_out, const char *src, const char *name, int gzip,
 		      sbx_error **err)
 {
+	if (sbx__lazy_load(&sbx__lazy_archive, err) < 0)
+		return -ENOSYS;
 	int fd = tmpfile_fd(err);
 	if (fd < 0)
 		return fd;
@@ -351,6 +354,8 @@ static int unpack_data(struct archive *a, struct archive *w, const char *full, s
 
 int sbx__e2b_untar(int fd, const char *dir, sbx_error **err)
 {
+	if (sbx__lazy_load(&sbx__lazy_archive, err) < 0)
+		return -ENOSYS;
 	struct archive *a = archive_read_new();
 	struct archive *w = archive_write_disk_new();
 	if (!a || !w)

@@ -29,6 +29,7 @@
 #include "../../util/str.h"
 #include "e2b_int.h"
 #include "e2b_template.h"
+#include "../../util/lazy.h"
 
 struct copy_src {
 	char *host;      /* absolute path in the context */
@@ -387,6 +388,8 @@ static int build_remote(struct e2b_ctx *c, const struct plan *p, const char *ali
 int sbx__e2b_template_ensure(char **alias_out, int *cached_out, sbx_runtime *rt,
 			     const struct sbx_e2b_template_opts *o, sbx_error **err)
 {
+	if (sbx__lazy_load(&sbx__lazy_crypto, err) < 0)
+		return -ENOSYS;
 	struct plan p;
 	int r = make_plan(&p, o, err);
 	if (r < 0) {

@@ -224,6 +224,11 @@ static char *group_dir(const struct cg_layout *cg, int c, const char *id)
 	return xasprintf("%s/%s/%s", root, cg->parent, id);
 }
 
+char *sbx__cg_dir(const struct cg_layout *cg, int c, const char *id)
+{
+	return group_dir(cg, c, id);
+}
+
 static int set_limits(const struct cg_layout *cg, const char *id, const sbx_sandbox_opts *o,
 		      sbx_error **err)
 {

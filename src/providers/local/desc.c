@@ -107,7 +107,7 @@ const sbx_provider_desc sbx_provider_local_desc = {
 	.name = "local",
 	.title = "local",
 	.caps = SBX_PROVIDER_CAP_DEFAULT | SBX_PROVIDER_CAP_HOST | SBX_PROVIDER_CAP_TTL_EXTEND |
-		SBX_PROVIDER_CAP_PAUSE | SBX_PROVIDER_CAP_TEMPLATES | SBX_PROVIDER_CAP_NET_NONE |
+		SBX_PROVIDER_CAP_PAUSE | SBX_PROVIDER_CAP_TEMPLATES | SBX_PROVIDER_CAP_PORTS | SBX_PROVIDER_CAP_NET_NONE |
 		SBX_PROVIDER_CAP_NET_HOST | SBX_PROVIDER_CAP_NET_INTERNET,
 	.doctor = local_doctor,
 	/* task_image NULL: the host's image store (prebuilt, template build, pull). */

@@ -621,6 +621,11 @@ static int l_path_fd(int *fd, void *h, const char *path, sbx_error **err)
 	return sbx__local_path_fd(fd, h, path, err);
 }
 
+static int l_connect_port(int *fd, void *h, unsigned port, sbx_error **err)
+{
+	return sbx__local_connect_port(fd, h, port, err);
+}
+
 static int l_pause(void *h, sbx_error **err)
 {
 	struct local_sb *sb = h;
@@ -668,4 +673,6 @@ const sbx_provider_ops sbx_provider_local = {
 	.resume = l_resume,
 	.features = SBX_PROVIDER_TTY,
 	.limits = sbx__local_limits,
+	.stats = sbx__local_stats,
+	.connect_port = l_connect_port,
 };

@@ -100,6 +100,8 @@ int sbx__scratch_make(struct sbx_scratch *s, const char *id, uint64_t limit, cha
 /* 1 removed, 0 nothing there, -errno. Never sets anything up. */
 int sbx__scratch_remove(struct sbx_scratch *s, const char *id);
 int sbx__scratch_exists(struct sbx_scratch *s, const char *id);
+/* An O_DIRECTORY fd of sandbox id's subvolume without setting anything up, or -1. */
+int sbx__scratch_open(struct sbx_scratch *s, const char *id);
 char **sbx__scratch_list(struct sbx_scratch *s);
 /* The storage limit of a spec: its own, else the default for where its
  * writable layer lives. */
@@ -154,6 +156,10 @@ const char *sbx__cg_mode_name(enum cg_mode m);
 /* Memory limit of a sandbox whose spec sets none (SBX_DEFAULT_MEMORY, else
  * a quarter of the host's RAM within 256 MiB..8 GiB; 0 = none). */
 unsigned sbx__cg_default_memory_mb(void);
+/* A group's directory for controller c (v2: c = 0), or NULL; owned. */
+char *sbx__cg_dir(const struct cg_layout *cg, int c, const char *id);
+/* stats.c: the stats op (cgroups and the writable layer, host side only). */
+int sbx__local_stats(sbx_stats *out, void *h, sbx_error **err);
 /* The provider's limits op: the cgroup and writable-layer sizes a spec gets. */
 int sbx__local_limits(sbx_limits *out, void *ctx, const sbx_sandbox_opts *o, sbx_error **err);
 
@@ -221,6 +227,8 @@ int sbx__local_rename(struct local_sb *sb, const char *from, const char *to, sbx
 int sbx__local_remove(struct local_sb *sb, const char *path, int force, sbx_error **err);
 int sbx__local_chown(struct local_sb *sb, const char *path, const char *user, sbx_error **err);
 int sbx__local_path_fd(int *fd_out, struct local_sb *sb, const char *path, sbx_error **err);
+/* ports.c: a connected socket to 127.0.0.1:port in the sandbox's own network. */
+int sbx__local_connect_port(int *fd_out, struct local_sb *sb, unsigned port, sbx_error **err);
 /* files.c helpers shared with fsops.c */
 int sbx__local_open_in(int root, const char *path, int flags, unsigned mode);
 int sbx__local_mkdirs_in(int root, const char *path, sbx_error **err);

@@ -381,6 +381,12 @@ int sbx__scratch_exists(struct sbx_scratch *s, const char *id)
 	return dfd >= 0 && fstatat(dfd, id, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+int sbx__scratch_open(struct sbx_scratch *s, const char *id)
+{
+	_cleanup_close_ int dfd = peek_fd(s);
+	return dfd >= 0 ? openat(dfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+}
+
 char **sbx__scratch_list(struct sbx_scratch *s)
 {
 	int fd = peek_fd(s);

@@ -1,0 +1,566 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * HTTP through a user port of a sandbox: one connection into the sandbox's
+ * own network (sbx_sandbox_connect_port) per request, made on the
+ * connection's thread like every other call of the server. The request
+ * head goes out at once, the body follows as it arrives (Content-Length
+ * kept, chunked re-chunked), then the response is read: its head parsed
+ * (at most PROXY_BUF bytes), its body streamed to the client as the
+ * sandbox sends it (Content-Length, chunked decoded and re-framed by MHD,
+ * or to EOF) through one PROXY_BUF buffer: nothing is held whole. A 101
+ * to an upgrade request hands both sockets to the relay thread (relay.c).
+ * Every wait on the sandbox is bounded by --proxy-idle-timeout.
+ */
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../util/alloc.h"
+#include "../util/str.h"
+#include "server_int.h"
+
+#define PROXY_BUF (64u << 10)
+#define LINE_MAX_B 4096u
+
+enum body_mode { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_EOF };
+enum chunk_state { CH_SIZE, CH_DATA, CH_CRLF, CH_TRAILER, CH_DONE };
+
+/* A 101's sockets on their way to the relay thread (on_upgrade). */
+struct upg {
+	struct server *srv;
+	char sid[32];
+	int bfd;
+	char *pending;               /* sandbox bytes after the 101's head */
+	size_t npending;
+	int taken;
+};
+
+struct srv_proxy {
+	atomic_int refs;             /* the request, and the response reader */
+	struct srv_req *r;           /* valid while the request lives */
+	struct server *srv;
+	char sid[32];
+	unsigned port;
+	int fd;                      /* into the sandbox; -1 once handed on */
+	int chunked_in, upgrade, head_only;
+	int failed;                  /* errno of a failed write to the sandbox */
+	int timeout_ms;              /* -1 = none */
+	enum body_mode mode;
+	enum chunk_state ch;
+	uint64_t left;               /* BODY_LENGTH: bytes left; CH_DATA: in this chunk */
+	struct upg *upg;
+	size_t off, len;             /* unread bytes of buf */
+	char buf[PROXY_BUF];
+};
+
+static void px_put(struct srv_proxy *px)
+{
+	if (atomic_fetch_sub(&px->refs, 1) != 1)
+		return;
+	if (px->upg) {
+		if (!px->upg->taken) {
+			sbx__srv_relays_untrack(px->srv, px->upg->bfd);
+			close(px->upg->bfd);
+		}
+		free(px->upg->pending);
+		free(px->upg);
+	}
+	if (px->fd >= 0) {
+		sbx__srv_relays_untrack(px->srv, px->fd);
+		close(px->fd);
+	}
+	free(px);
+}
+
+/* 1 ready, 0 timed out, -errno. */
+static int wait_fd(struct srv_proxy *px, short ev)
+{
+	struct pollfd p = { .fd = px->fd, .events = ev };
+	int n;
+	do
+		n = poll(&p, 1, px->timeout_ms);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
+static int send_all(struct srv_proxy *px, const void *data, size_t n)
+{
+	const char *p = data;
+	while (n > 0) {
+		ssize_t w = send(px->fd, p, n, MSG_NOSIGNAL);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno != EAGAIN)
+			return -errno;
+		int k = wait_fd(px, POLLOUT);
+		if (k <= 0)
+			return k == 0 ? -ETIMEDOUT : k;
+	}
+	return 0;
+}
+
+/* Reads more into buf (compacted first): bytes read, 0 at EOF, -errno
+ * (-ENOBUFS when buf is full). */
+static ssize_t fill(struct srv_proxy *px)
+{
+	if (px->off > 0) {
+		memmove(px->buf, px->buf + px->off, px->len - px->off);
+		px->len -= px->off;
+		px->off = 0;
+	}
+	if (px->len == sizeof(px->buf))
+		return -ENOBUFS;
+	for (;;) {
+		ssize_t n = recv(px->fd, px->buf + px->len, sizeof(px->buf) - px->len, 0);
+		if (n >= 0) {
+			px->len += (size_t)n;
+			return n;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -errno;
+		int k = wait_fd(px, POLLIN);
+		if (k <= 0)
+			return k == 0 ? -ETIMEDOUT : k;
+	}
+}
+
+/* One line (CRLF or LF) from buf, reading as needed: its start and length
+ * without the line end; 0, or -EPROTO past LINE_MAX_B, EOF or an error. */
+static int get_line(struct srv_proxy *px, const char **start, size_t *n)
+{
+	for (;;) {
+		char *nl = memchr(px->buf + px->off, '\n', px->len - px->off);
+		if (nl) {
+			*start = px->buf + px->off;
+			*n = (size_t)(nl - *start);
+			if (*n > 0 && (*start)[*n - 1] == '\r')
+				(*n)--;
+			px->off = (size_t)(nl + 1 - px->buf);
+			return 0;
+		}
+		if (px->len - px->off > LINE_MAX_B || fill(px) <= 0)
+			return -EPROTO;
+	}
+}
+
+/* ---- request ------------------------------------------------------------- */
+
+static int hop_by_hop(const char *k)
+{
+	static const char *const drop[] = { "Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer",
+					    "Transfer-Encoding", "Upgrade", "Content-Length", "Expect",
+					    "Proxy-Authorization", "X-Forwarded-For", "X-Forwarded-Proto",
+					    SRV_TRAFFIC_HEADER, "E2b-Sandbox-Id", "E2b-Sandbox-Port", NULL };
+	for (size_t i = 0; drop[i]; i++)
+		if (strcasecmp(k, drop[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)
+{
+	(void)kind;
+	if (k && !hop_by_hop(k))
+		sbx__buf_printf(cls, "%s: %s\r\n", k, v ? v : "");
+	return MHD_YES;
+}
+
+static void feed(struct srv_req *r, const char *data, size_t n)
+{
+	struct srv_proxy *px = r->proxy;
+	if (px->failed || n == 0)
+		return;
+	int rc = 0;
+	if (px->chunked_in) {
+		char h[24];
+		int hn = snprintf(h, sizeof(h), "%zx\r\n", n);
+		rc = send_all(px, h, (size_t)hn);
+		if (rc == 0)
+			rc = send_all(px, data, n);
+		if (rc == 0)
+			rc = send_all(px, "\r\n", 2);
+	} else {
+		rc = send_all(px, data, n);
+	}
+	if (rc < 0)
+		px->failed = -rc;
+}
+
+static void up_free(struct srv_req *r)
+{
+	if (r->proxy) {
+		r->proxy->r = NULL;
+		px_put(r->proxy);
+	}
+	r->proxy = NULL;
+}
+
+static int has_token(const char *list, const char *tok)
+{
+	if (!list)
+		return 0;
+	size_t tn = strlen(tok);
+	for (const char *p = list; *p;) {
+		p += strspn(p, " \t,");
+		size_t n = strcspn(p, ",");
+		size_t m = n;
+		while (m > 0 && (p[m - 1] == ' ' || p[m - 1] == '\t'))
+			m--;
+		if (m == tn && strncasecmp(p, tok, tn) == 0)
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+static void client_ip(struct srv_req *r, char *out, size_t len)
+{
+	snprintf(out, len, "unknown");
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, out, (socklen_t)len);
+}
+
+void sbx__srv_proxy_begin(struct srv_req *r)
+{
+	struct server *srv = r->srv;
+	struct srv_sandbox *s = r->sb;
+	unsigned port = r->proxy_port;
+	int fd = -1;
+	sbx_error *e = NULL;
+	int rc = sbx__srv_op_begin(s, &e);
+	if (rc == 0) {
+		rc = sbx_sandbox_connect_port(&fd, s->sb, port, &e);
+		sbx__srv_op_end(s);
+	}
+	if (rc == -ECONNREFUSED)
+		sbx__srv_proxy_error(r, 502, port,
+				     "The sandbox is running but port is not open: nothing listens on 127.0.0.1:%u "
+				     "in sandbox %s", port, s->id);
+	else if (rc == -ESRCH)
+		sbx__srv_proxy_error(r, 502, port, "The sandbox was not found: sandbox %s is not running", s->id);
+	else if (rc < 0)
+		sbx__srv_proxy_error(r, 502, port, "port %u of sandbox %s: %s", port, s->id, e ? e->msg : "failed");
+	sbx_error_free(e);
+	if (rc < 0)
+		return;
+	if (sbx__srv_relays_track(srv, s->id, fd) < 0) {
+		close(fd);
+		sbx__srv_proxy_error(r, 429, port,
+				     "sandbox %s has %u proxied connections open, the most --max-proxy-connections allows",
+				     s->id, srv->cfg.max_proxy_connections);
+		return;
+	}
+	struct srv_proxy *px = xcalloc(1, sizeof(*px));
+	atomic_init(&px->refs, 1);
+	px->r = r;
+	px->srv = srv;
+	px->fd = fd;
+	px->port = port;
+	snprintf(px->sid, sizeof(px->sid), "%s", s->id);
+	px->timeout_ms = srv->cfg.proxy_idle_timeout_s ? (int)(srv->cfg.proxy_idle_timeout_s * 1000u) : -1;
+	px->head_only = strcmp(r->method, "HEAD") == 0;
+	r->proxy = px;
+	r->upload = 1;
+	r->body_cap = UINT64_MAX;
+	r->feed = feed;
+	r->up_free = up_free;
+
+	const char *te = sbx__srv_header(r, "Transfer-Encoding");
+	const char *cl = sbx__srv_header(r, "Content-Length");
+	px->chunked_in = has_token(te, "chunked");
+	px->upgrade = has_token(sbx__srv_header(r, "Connection"), "upgrade") && sbx__srv_header(r, "Upgrade");
+	sbx_buf h;
+	sbx__buf_init(&h, 256u << 10); /* MHD bounds the head it parsed well below this */
+	sbx__buf_printf(&h, "%s %s HTTP/1.1\r\n", r->method, r->raw_uri ? r->raw_uri : r->url);
+	if (!sbx__srv_header(r, "Host"))
+		sbx__buf_printf(&h, "Host: 127.0.0.1:%u\r\n", port);
+	MHD_get_connection_values(r->c, MHD_HEADER_KIND, add_header, &h);
+	char ip[INET_ADDRSTRLEN + 8];
+	client_ip(r, ip, sizeof(ip));
+	sbx__buf_printf(&h, "X-Forwarded-For: %s\r\nX-Forwarded-Proto: http\r\n", ip);
+	if (px->upgrade)
+		sbx__buf_printf(&h, "Connection: Upgrade\r\nUpgrade: %s\r\n", sbx__srv_header(r, "Upgrade"));
+	else
+		sbx__buf_printf(&h, "Connection: close\r\n");
+	if (px->chunked_in)
+		sbx__buf_printf(&h, "Transfer-Encoding: chunked\r\n");
+	else if (cl)
+		sbx__buf_printf(&h, "Content-Length: %s\r\n", cl);
+	sbx__buf_printf(&h, "\r\n");
+	rc = send_all(px, h.data, h.len);
+	sbx__buf_free(&h);
+	if (rc < 0)
+		px->failed = -rc;
+}
+
+/* ---- response ------------------------------------------------------------ */
+
+static ssize_t take(struct srv_proxy *px, char *out, size_t max)
+{
+	size_t n = px->len - px->off;
+	if (n > max)
+		n = max;
+	memcpy(out, px->buf + px->off, n);
+	px->off += n;
+	return (ssize_t)n;
+}
+
+/* Decoded body bytes into out (at most max), blocking until some arrive:
+ * > 0, or an MHD end code. */
+static ssize_t next_body(struct srv_proxy *px, char *out, size_t max)
+{
+	if (px->mode == BODY_NONE)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	for (;;) {
+		if (px->mode == BODY_LENGTH || px->mode == BODY_EOF ||
+		    (px->mode == BODY_CHUNKED && px->ch == CH_DATA)) {
+			if (px->mode != BODY_EOF && px->left == 0) {
+				if (px->mode == BODY_LENGTH)
+					return MHD_CONTENT_READER_END_OF_STREAM;
+				px->ch = CH_CRLF;
+				continue;
+			}
+			if (px->off == px->len) {
+				ssize_t n = fill(px);
+				if (n == 0 && px->mode == BODY_EOF)
+					return MHD_CONTENT_READER_END_OF_STREAM;
+				if (n <= 0)
+					return MHD_CONTENT_READER_END_WITH_ERROR; /* cut short: the client sees it */
+			}
+			if (px->mode != BODY_EOF && max > px->left)
+				max = (size_t)px->left;
+			ssize_t n = take(px, out, max);
+			if (px->mode != BODY_EOF)
+				px->left -= (uint64_t)n;
+			return n;
+		}
+		const char *ln;
+		size_t lnn;
+		if (px->ch == CH_DONE || get_line(px, &ln, &lnn) < 0)
+			return px->ch == CH_DONE ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+		if (px->ch == CH_CRLF) {
+			if (lnn != 0)
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			px->ch = CH_SIZE;
+		} else if (px->ch == CH_SIZE) {
+			char tmp[20];
+			size_t k = 0;
+			while (k < lnn && k < sizeof(tmp) - 1 && ln[k] != ';' && ln[k] != ' ' && ln[k] != '\t') {
+				tmp[k] = ln[k];
+				k++;
+			}
+			tmp[k] = '\0';
+			char *end = NULL;
+			errno = 0;
+			unsigned long long v = strtoull(tmp, &end, 16);
+			if (k == 0 || *end || errno)
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			px->left = v;
+			px->ch = v ? CH_DATA : CH_TRAILER;
+		} else if (lnn == 0) { /* CH_TRAILER: trailers are dropped */
+			px->ch = CH_DONE;
+		}
+	}
+}
+
+static ssize_t body_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	(void)pos;
+	struct srv_proxy *px = cls;
+	ssize_t n = next_body(px, out, max);
+	if (n > 0 && px->r)
+		sbx__srv_touch(px->r);
+	return n;
+}
+
+static void body_free(void *cls)
+{
+	px_put(cls);
+}
+
+static void on_upgrade(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra_in, size_t extra_in_size,
+		       MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+	(void)c;
+	(void)con_cls;
+	struct upg *u = cls;
+	u->taken = 1;
+	sbx__srv_relays_add(u->srv, u->sid, sock, urh, u->bfd, u->pending, u->npending, extra_in, extra_in_size);
+}
+
+struct head {
+	int status;
+	int chunked;
+	int has_length;
+	uint64_t length;
+};
+
+/* Where the head starting at p ends (after its empty line), or NULL. */
+static const char *head_end(const char *p, size_t n)
+{
+	const char *end = p + n;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			return NULL;
+		if (nl == p || (nl == p + 1 && *p == '\r'))
+			return nl + 1;
+		p = nl + 1;
+	}
+	return NULL;
+}
+
+/* Reads a whole response head into buf (skipping 1xx other than 101):
+ * status and framing in *hd, its header lines at buf[*hs, *he). 0, or
+ * -ETIMEDOUT, -E2BIG (past PROXY_BUF), -ECONNRESET (nothing at all),
+ * -EPROTO. */
+static int read_head(struct srv_proxy *px, struct head *hd, size_t *hs, size_t *he)
+{
+	for (;;) {
+		while (!head_end(px->buf + px->off, px->len - px->off)) {
+			ssize_t n = fill(px);
+			if (n == -ENOBUFS)
+				return -E2BIG;
+			if (n == 0)
+				return px->len == px->off ? -ECONNRESET : -EPROTO;
+			if (n < 0)
+				return (int)n;
+		}
+		const char *ln;
+		size_t n;
+		get_line(px, &ln, &n); /* the head is whole: no reads from here */
+		int st = 0;
+		if (n < 12 || strncmp(ln, "HTTP/1.", 7) != 0 || sscanf(ln + 8, " %3d", &st) != 1 || st < 100 || st > 599)
+			return -EPROTO;
+		hd->status = st;
+		hd->chunked = hd->has_length = 0;
+		*hs = px->off;
+		while (get_line(px, &ln, &n) == 0 && n > 0) {
+			if (n > 18 && strncasecmp(ln, "Transfer-Encoding:", 18) == 0) {
+				char v[256];
+				snprintf(v, sizeof(v), "%.*s", (int)(n - 18), ln + 18);
+				hd->chunked = has_token(v, "chunked");
+			} else if (n > 15 && strncasecmp(ln, "Content-Length:", 15) == 0) {
+				char v[32];
+				snprintf(v, sizeof(v), "%.*s", (int)(n - 15), ln + 15);
+				if (sbx__parse_u64(&hd->length, sbx__str_trim(v)) < 0)
+					return -EPROTO;
+				hd->has_length = 1;
+			}
+		}
+		*he = px->off;
+		if (st >= 200 || st == 101)
+			return 0;
+		/* 100 Continue and friends: the client already had MHD's. */
+	}
+}
+
+/* Copies the end-to-end headers of buf[hs..he) onto resp. */
+static void copy_headers(struct srv_proxy *px, struct MHD_Response *resp, size_t hs, size_t he, int upgrade)
+{
+	size_t p = hs;
+	while (p < he) {
+		char *nl = memchr(px->buf + p, '\n', he - p);
+		size_t n = (size_t)((nl ? nl : px->buf + he) - (px->buf + p));
+		char line[LINE_MAX_B + 1];
+		snprintf(line, sizeof(line), "%.*s", (int)n, px->buf + p);
+		p += n + 1;
+		line[strcspn(line, "\r")] = '\0';
+		char *colon = strchr(line, ':');
+		if (!colon || colon == line)
+			continue;
+		*colon = '\0';
+		char *v = colon + 1;
+		v += strspn(v, " \t");
+		if (strcasecmp(line, "Date") == 0 || (hop_by_hop(line) && !(upgrade && strcasecmp(line, "Upgrade") == 0)))
+			continue;
+		MHD_add_response_header(resp, line, v);
+	}
+}
+
+void sbx__srv_proxy_finish(struct srv_req *r)
+{
+	struct srv_proxy *px = r->proxy;
+	if (!px) {
+		sbx__srv_proxy_error(r, 502, r->proxy_port, "no connection into sandbox %s", r->sandbox_id);
+		return;
+	}
+	if (px->chunked_in && !px->failed) {
+		int rc = send_all(px, "0\r\n\r\n", 5);
+		if (rc < 0)
+			px->failed = -rc;
+	}
+	struct head hd = { 0 };
+	size_t hs = 0, he = 0;
+	/* A sandbox that answered early (and stopped reading) still gets its
+	 * answer relayed; one that said nothing is a 502. */
+	int rc = read_head(px, &hd, &hs, &he);
+	if (rc == -ETIMEDOUT) {
+		sbx__srv_proxy_error(r, 504, px->port, "port %u of sandbox %s sent no response within %u s", px->port,
+				     px->sid, r->srv->cfg.proxy_idle_timeout_s);
+		return;
+	}
+	if (rc < 0) {
+		sbx__srv_proxy_error(r, 502, px->port, "port %u of sandbox %s %s", px->port, px->sid,
+				     px->failed ? "stopped reading the request" :
+				     rc == -E2BIG ? "sent a response head larger than 64 KiB" :
+				     rc == -EPROTO ? "sent no valid HTTP/1.x response" : "closed the connection without a response");
+		return;
+	}
+	if (hd.status == 101) {
+		if (!px->upgrade) {
+			sbx__srv_proxy_error(r, 502, px->port, "port %u of sandbox %s switched protocols unasked", px->port,
+					     px->sid);
+			return;
+		}
+		struct upg *u = xcalloc(1, sizeof(*u));
+		u->srv = r->srv;
+		snprintf(u->sid, sizeof(u->sid), "%s", px->sid);
+		u->bfd = px->fd;
+		u->npending = px->len - px->off;
+		u->pending = xmalloc(u->npending + 1);
+		memcpy(u->pending, px->buf + px->off, u->npending);
+		px->fd = -1;
+		px->upg = u;
+		struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, u);
+		if (!resp) { /* a libmicrohttpd without upgrade support */
+			sbx__srv_proxy_error(r, 502, px->port, "this server cannot relay protocol upgrades");
+			return;
+		}
+		copy_headers(px, resp, hs, he, 1);
+		sbx__srv_queue(r, 101, resp, NULL);
+		return;
+	}
+	int no_body = px->head_only || hd.status == 204 || hd.status == 304;
+	px->mode = no_body ? BODY_NONE : hd.chunked ? BODY_CHUNKED : hd.has_length ? BODY_LENGTH : BODY_EOF;
+	px->left = hd.length;
+	px->ch = CH_SIZE;
+	uint64_t size = px->mode == BODY_LENGTH ? hd.length : px->mode == BODY_NONE ? (hd.has_length ? hd.length : 0)
+										     : MHD_SIZE_UNKNOWN;
+	atomic_fetch_add(&px->refs, 1);
+	struct MHD_Response *resp = MHD_create_response_from_callback(size, 64 * 1024, body_read, px, body_free);
+	if (!resp) {
+		px_put(px);
+		sbx__srv_proxy_error(r, 500, px->port, "out of memory relaying port %u", px->port);
+		return;
+	}
+	copy_headers(px, resp, hs, he, 0);
+	sbx__srv_queue(r, hd.status, resp, NULL);
+}
