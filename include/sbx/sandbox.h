@@ -134,6 +134,20 @@ int sbx_sandbox_fork(sbx_sandbox **children, size_t n, sbx_sandbox *parent, cons
 		     sbx_error **err);
 
 /**
+ * Freezes the sandbox's file system as a named snapshot (the same mechanism as
+ * sbx_sandbox_fork(); processes are not kept). A sandbox whose spec's image is
+ * "snapshot:NAME" starts from it, with the snapshot's image; the snapshot outlives the
+ * sandbox and stays until sbx_snapshot_remove().
+ * @param name_out owned (free()); the name given, or a generated "snap-..." one.
+ * @param name NULL = generate; else 1..64 of [A-Za-z0-9_.-], not starting with '.'.
+ * @return 0, -EEXIST, -EINVAL, -ENOTSUP (layer in memory), -ENOSYS.
+ */
+int sbx_sandbox_snapshot(char **name_out, sbx_sandbox *sb, const char *name, sbx_error **err);
+
+/** Removes a snapshot; sandboxes made from it keep working. @return 0, -ENOENT. */
+int sbx_snapshot_remove(sbx_runtime *rt, const char *provider, const char *name, sbx_error **err);
+
+/**
  * Destroys the sandbox: processes, mounts, cgroups, directories. Idempotent.
  * The handle stays valid until sbx_sandbox_free().
  */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* `sbx fork ID -n N`: N sandboxes starting from a live sandbox's file system. */
+/* `sbx fork ID -n N` and `sbx snapshot ID [NAME]`: new sandboxes from a live
+ * sandbox's file system, now or later. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,55 @@ int cmd_fork(int argc, char **argv)
 out:
 	free(kids);
 	sbx_sandbox_free(parent);
+	sbx_runtime_free(rt);
+	return code;
+}
+
+static const char snapshot_help[] =
+	"usage: sbx snapshot ID [NAME] | sbx snapshot rm NAME...\n\n"
+	"Freeze sandbox ID's file system as snapshot NAME (default: a generated\n"
+	"snap-... name) and print the name. 'sbx create snapshot:NAME' (or any spec\n"
+	"whose image is snapshot:NAME) starts a sandbox from it, with the image the\n"
+	"snapshot was taken from. Processes are not kept. The snapshot stays until\n"
+	"'sbx snapshot rm NAME'; sandboxes made from it do not depend on it.\n";
+
+int cmd_snapshot(int argc, char **argv)
+{
+	if (argc < 2)
+		return cli_usage_error("snapshot", "missing ID");
+	if (cli_is_help(argv[1])) {
+		printf("%s", snapshot_help);
+		return EXIT_OK;
+	}
+	int rm = !strcmp(argv[1], "rm");
+	if (rm && argc < 3)
+		return cli_usage_error("snapshot", "rm: missing NAME");
+	if (!rm && argc > 3)
+		return cli_usage_error("snapshot", "expected ID [NAME], got '%s' too", argv[3]);
+	sbx_runtime *rt = cli_runtime();
+	if (!rt)
+		return EXIT_ENV;
+	int code = EXIT_OK;
+	sbx_error *err = NULL;
+	if (rm) {
+		for (int i = 2; i < argc; i++) {
+			if (sbx_snapshot_remove(rt, NULL, argv[i], &err) < 0)
+				code = cli_fail("snapshot rm", err);
+			else
+				printf("%s\n", argv[i]);
+			err = NULL;
+		}
+	} else {
+		sbx_sandbox *sb = NULL;
+		char *name = NULL;
+		if (sbx_sandbox_open(&sb, rt, NULL, argv[1], &err) < 0 ||
+		    sbx_sandbox_snapshot(&name, sb, argc > 2 ? argv[2] : NULL, &err) < 0)
+			code = cli_fail("snapshot", err);
+		else
+			printf("%s\n", name);
+		free(name);
+		sbx_sandbox_free(sb);
+	}
 	sbx_runtime_free(rt);
 	return code;
 }

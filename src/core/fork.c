@@ -45,3 +45,26 @@ int sbx_sandbox_fork(sbx_sandbox **children, size_t n, sbx_sandbox *parent, cons
 	free(ids);
 	return r;
 }
+
+int sbx_sandbox_snapshot(char **name_out, sbx_sandbox *sb, const char *name, sbx_error **err)
+{
+	*name_out = NULL;
+	const sbx_provider_ops *ops = sbx__sandbox_ops(sb);
+	if (ops->version < 4 || !ops->snapshot)
+		return sbx_error_set(err, -ENOSYS, "%s: snapshot is not supported", ops->name);
+	return ops->snapshot(name_out, sbx__sandbox_impl(sb), name, err);
+}
+
+int sbx_snapshot_remove(sbx_runtime *rt, const char *provider, const char *name, sbx_error **err)
+{
+	if (!name || !*name)
+		return sbx_error_set(err, -EINVAL, "remove snapshot: a name is required");
+	const sbx_provider_ops *ops;
+	void *ctx;
+	int r = sbx__runtime_provider(&ops, &ctx, rt, provider, err);
+	if (r < 0)
+		return r;
+	if (ops->version < 4 || !ops->snapshot_remove)
+		return sbx_error_set(err, -ENOSYS, "%s: snapshot is not supported", ops->name);
+	return ops->snapshot_remove(ctx, name, err);
+}

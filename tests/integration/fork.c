@@ -180,3 +180,52 @@ Test(fork, cycles_leak_nothing)
 	cr_assert_eq(left, 0, "subvolumes or cgroups leak across fork/destroy cycles");
 	destroy(p);
 }
+
+Test(fork, named_snapshot_and_create_from_it)
+{
+	sbx_sandbox *p = disk_sandbox(0);
+	free(sh(p, "echo before > /s && touch /owned && chown 1000:1000 /owned", 0));
+	char *name = NULL;
+	sbx_error *err = NULL;
+	char want[64];
+	snprintf(want, sizeof(want), "t-%d", (int)getpid());
+	cr_assert_eq(sbx_sandbox_snapshot(&name, p, want, &err), 0, "snapshot: %s", err ? err->msg : "?");
+	cr_assert_str_eq(name, want);
+	char *dup = NULL;
+	cr_assert_eq(sbx_sandbox_snapshot(&dup, p, want, &err), -EEXIST);
+	sbx_error_free(err);
+	err = NULL;
+	cr_assert_eq(sbx_sandbox_snapshot(&dup, p, "../x", &err), -EINVAL);
+	sbx_error_free(err);
+	err = NULL;
+	free(sh(p, "echo after > /s", 0));
+	destroy(p); /* the snapshot outlives its sandbox */
+	char img[96];
+	snprintf(img, sizeof(img), "snapshot:%s", name);
+	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
+	o.image = img;
+	sbx_sandbox *a = sbx_test_sandbox(rt, &o), *b = sbx_test_sandbox(rt, &o);
+	char *out = sh(a, "cat /s; stat -c %u /owned; echo a > /s", 0);
+	cr_assert(strstr(out, "before") && strstr(out, "1000"), "from the snapshot: %s", out);
+	free(out);
+	out = sh(b, "cat /s", 0);
+	cr_assert_str_eq(out, "before\n");
+	free(out);
+	cr_assert_eq(sbx_snapshot_remove(rt, NULL, name, &err), 0, "remove: %s", err ? err->msg : "?");
+	char sub[96];
+	snprintf(sub, sizeof(sub), ".snap-%s", name);
+	cr_assert_eq(layer_of(sub), 0, "the snapshot's subvolume is left behind");
+	out = sh(a, "cat /s", 0); /* made from it: unaffected by its removal */
+	cr_assert_str_eq(out, "a\n");
+	free(out);
+	cr_assert_eq(sbx_snapshot_remove(rt, NULL, name, &err), -ENOENT);
+	sbx_error_free(err);
+	err = NULL;
+	sbx_sandbox *c = NULL;
+	cr_assert_lt(sbx_sandbox_create(&c, rt, &o, &err), 0, "a removed snapshot still creates");
+	cr_assert(strstr(err->msg, name), "%s", err->msg);
+	sbx_error_free(err);
+	destroy(a);
+	destroy(b);
+	free(name);
+}

@@ -133,7 +133,8 @@ typedef struct sbx_provider_desc {
  * layout) is refused by sbx_provider_register with a message that says so.
  * Version 3 appended `stats` and `connect_port`; a version 2 table is still accepted
  * and the core never reads past its end (those ops count as NULL).
- * Version 4 appended `fork`; the core reads it only from version 4 tables.
+ * Version 4 appended `fork`, `snapshot` and `snapshot_remove`; the core reads
+ * them only from version 4 tables.
  */
 #define SBX_PROVIDER_OPS_VERSION 4
 
@@ -244,6 +245,12 @@ typedef struct sbx_provider_ops {
 	 *  parent's writable layer cannot be forked), -ENOSPC, -EIO. */
 	int (*fork)(void **children_out, char **ids_out, size_t n, void *parent,
 		    const sbx_sandbox_opts *opts, sbx_error **err);
+	/** Optional: freezes the sandbox's file system as a named snapshot that later creates
+	 *  start from (sbx_sandbox_opts.image "snapshot:NAME"). name NULL = a generated one;
+	 *  *name_out owned by the caller. -EEXIST (name taken), -EINVAL (bad name), -ENOTSUP. */
+	int (*snapshot)(char **name_out, void *sb, const char *name, sbx_error **err);
+	/** Optional: removes a snapshot (sandboxes made from it are not affected); -ENOENT. */
+	int (*snapshot_remove)(void *ctx, const char *name, sbx_error **err);
 } sbx_provider_ops;
 
 

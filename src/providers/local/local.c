@@ -326,6 +326,8 @@ out:
 static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandbox_opts *o,
 			sbx_error **err)
 {
+	if (sbx__local_is_snapshot_image(o->image))
+		return sbx__local_create_snapshot(sb_out, id_out, ctx, o, err);
 	return create_impl(sb_out, id_out, ctx, o, NULL, 0, err);
 }
 
@@ -699,4 +701,6 @@ const sbx_provider_ops sbx_provider_local = {
 	.stats = sbx__local_stats,
 	.connect_port = l_connect_port,
 	.fork = sbx__local_fork,
+	.snapshot = sbx__local_snapshot,
+	.snapshot_remove = sbx__local_snapshot_remove,
 };

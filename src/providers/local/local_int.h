@@ -104,6 +104,8 @@ int sbx__scratch_make(struct sbx_scratch *s, const char *id, uint64_t limit, cha
 int sbx__scratch_snapshot(struct sbx_scratch *s, const char *src, const char *dst, uint64_t limit,
 			  sbx_error **err);
 char *sbx__scratch_path(struct sbx_scratch *s, const char *id);
+/* dst: a read-only snapshot of src's subvolume (a named snapshot). */
+int sbx__scratch_freeze(struct sbx_scratch *s, const char *src, const char *dst, sbx_error **err);
 /* 1 removed, 0 nothing there, -errno. Never sets anything up. */
 int sbx__scratch_remove(struct sbx_scratch *s, const char *id);
 int sbx__scratch_exists(struct sbx_scratch *s, const char *id);
@@ -175,6 +177,12 @@ int sbx__local_limits(sbx_limits *out, void *ctx, const sbx_sandbox_opts *o, sbx
  * (a fork child) storing ids of layer_base. */
 int sbx__local_create_from(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
 			   const char *id, uint32_t layer_base, sbx_error **err);
+/* snapshot.c: named snapshots and creates from them ("snapshot:NAME"). */
+int sbx__local_snapshot(char **name_out, void *sb, const char *name, sbx_error **err);
+int sbx__local_snapshot_remove(void *ctx, const char *name, sbx_error **err);
+int sbx__local_is_snapshot_image(const char *image);
+int sbx__local_create_snapshot(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
+			       sbx_error **err);
 /* fork.c: the fork op. */
 int sbx__local_fork(void **children, char **ids, size_t n, void *parent, const sbx_sandbox_opts *o,
 		    sbx_error **err);

@@ -366,6 +366,18 @@ int sbx__scratch_snapshot(struct sbx_scratch *s, const char *src, const char *ds
 	return r;
 }
 
+int sbx__scratch_freeze(struct sbx_scratch *s, const char *src, const char *dst, sbx_error **err)
+{
+	_cleanup_close_ int sfd = openat(s->dirfd, src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0)
+		return sbx_error_setsys(err, -errno, errno, "scratch: open the writable layer %s/%s", s->dir, src);
+	struct btrfs_ioctl_vol_args_v2 a = { .fd = sfd, .flags = BTRFS_SUBVOL_RDONLY };
+	snprintf(a.name, sizeof(a.name), "%s", dst);
+	if (ioctl(s->dirfd, BTRFS_IOC_SNAP_CREATE_V2, &a) < 0)
+		return sbx_error_setsys(err, -errno, errno, "scratch: snapshot %s/%s as %s", s->dir, src, dst);
+	return 0;
+}
+
 /* Path of sandbox id's subvolume (the disk layer is open). */
 char *sbx__scratch_path(struct sbx_scratch *s, const char *id)
 {
