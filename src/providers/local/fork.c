@@ -80,6 +80,8 @@ int sbx__local_fork(void **children, char **ids, size_t n, void *parent, const s
 	/* Freezing fails without a freezer (or when already paused): the
 	 * snapshot is then as consistent as a crash, which btrfs guarantees. */
 	int froze = !sbx__cg_frozen(&c->cg, p->id) && sbx__cg_freeze(&c->cg, p->id, 1, NULL) == 0;
+	if (froze)
+		sbx__cg_freeze_settle(&c->cg, p->id);
 	for (; made < n; made++) {
 		sbx__random_hex(cid[made], LOCAL_ID_LEN);
 		if ((r = sbx__scratch_snapshot(&c->scratch, p->id, cid[made], limit, err)) < 0)

@@ -261,6 +261,8 @@ int sbx__local_mkdirs_in(int root, const char *path, sbx_error **err);
 int sbx__cg_freeze(const struct cg_layout *cg, const char *id, int freeze, sbx_error **err);
 /* Thaws the sandbox if a v1 freezer group exists for it (frozen tasks cannot die). */
 void sbx__cg_thaw_if_frozen(const struct cg_layout *cg, const char *id);
+/* Waits (at most ~100 ms) until a freeze has taken hold. */
+void sbx__cg_freeze_settle(const struct cg_layout *cg, const char *id);
 /* Whether the sandbox is paused (frozen). */
 int sbx__cg_frozen(const struct cg_layout *cg, const char *id);
 

@@ -73,6 +73,8 @@ int sbx__local_snapshot(char **name_out, void *h, const char *name, sbx_error **
 		r = sbx_error_set(err, -EEXIST, "snapshot '%s' exists already (sbx snapshot rm %s)", name, name);
 	} else {
 		int froze = !sbx__cg_frozen(&c->cg, p->id) && sbx__cg_freeze(&c->cg, p->id, 1, NULL) == 0;
+		if (froze)
+			sbx__cg_freeze_settle(&c->cg, p->id);
 		r = sbx__scratch_freeze(&c->scratch, p->id, sub, err);
 		if (froze)
 			sbx__cg_freeze(&c->cg, p->id, 0, NULL);
