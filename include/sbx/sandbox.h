@@ -114,6 +114,40 @@ const char *sbx_sandbox_id(const sbx_sandbox *sb);
 const char *sbx_sandbox_provider(const sbx_sandbox *sb);
 
 /**
+ * Forks a live sandbox into n new ones whose file systems start as the parent's is
+ * now (a file-system fork like E2B's snapshot: processes, open files and memory are
+ * not copied; each child boots its own init). The parent is paused for the copy and
+ * keeps running. Children are independent of the parent and of each other: writes in
+ * one are invisible to the others, and destroying the parent leaves them working.
+ * Local provider: a copy-on-write btrfs snapshot of the writable layer per child,
+ * cost independent of what the parent wrote.
+ * @param children filled with n handles on success, each owned by the caller
+ *        (sbx_sandbox_destroy() then sbx_sandbox_free()); untouched on failure, when
+ *        no child is left behind.
+ * @param overrides the children's spec (limits, env, TTL, labels); its image must be
+ *        NULL or the parent's. NULL = the spec the parent was created with.
+ * @return 0, -EINVAL (n is 0 or over 1024, another image), -ESRCH (parent gone),
+ *         -ENOTSUP (the parent's writable layer is in memory or a host directory),
+ *         -ENOSYS (provider without fork), -ENOSPC.
+ */
+int sbx_sandbox_fork(sbx_sandbox **children, size_t n, sbx_sandbox *parent, const sbx_sandbox_opts *overrides,
+		     sbx_error **err);
+
+/**
+ * Freezes the sandbox's file system as a named snapshot (the same mechanism as
+ * sbx_sandbox_fork(); processes are not kept). A sandbox whose spec's image is
+ * "snapshot:NAME" starts from it, with the snapshot's image; the snapshot outlives the
+ * sandbox and stays until sbx_snapshot_remove().
+ * @param name_out owned (free()); the name given, or a generated "snap-..." one.
+ * @param name NULL = generate; else 1..64 of [A-Za-z0-9_.-], not starting with '.'.
+ * @return 0, -EEXIST, -EINVAL, -ENOTSUP (layer in memory), -ENOSYS.
+ */
+int sbx_sandbox_snapshot(char **name_out, sbx_sandbox *sb, const char *name, sbx_error **err);
+
+/** Removes a snapshot; sandboxes made from it keep working. @return 0, -ENOENT. */
+int sbx_snapshot_remove(sbx_runtime *rt, const char *provider, const char *name, sbx_error **err);
+
+/**
  * Destroys the sandbox: processes, mounts, cgroups, directories. Idempotent.
  * The handle stays valid until sbx_sandbox_free().
  */

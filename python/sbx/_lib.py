@@ -139,6 +139,7 @@ _PROTOS = {
     "sbx_sandbox_create_ex": (c_int, [POINTER(_P), _P, POINTER(SandboxOpts),
                                       POINTER(CreateCtl), ErrPP]),
     "sbx_sandbox_open": (c_int, [POINTER(_P), _P, c_char_p, c_char_p, ErrPP]),
+    "sbx_sandbox_fork": (c_int, [POINTER(_P), c_size_t, _P, _P, ErrPP]),
     "sbx_sandbox_id": (c_char_p, [_P]),
     "sbx_sandbox_provider": (c_char_p, [_P]),
     "sbx_sandbox_destroy": (c_int, [_P, ErrPP]),

@@ -7,7 +7,7 @@ import os
 import threading
 import warnings
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Union
 
 from . import _args, _lib
 from .errors import Closed, ErrorSlot, InvalidArgument, call
@@ -202,6 +202,35 @@ class Sandbox:
                  _args.text(sandbox_id, "sandbox_id"))
             self._init(rt, out.value)  # type: ignore[arg-type]
         return self
+
+    def fork(self, n: int = 1) -> List["Sandbox"]:
+        """Forks this sandbox's file system into ``n`` new sandboxes (GRPO: one
+        prefix, G rollouts). Each child starts from the files as they are now,
+        with this sandbox's image, limits and environment and a new id;
+        processes are not copied, and this sandbox keeps running. Writes in a
+        child are invisible to this sandbox and to the other children. The
+        children are owned like created sandboxes (destroyed when garbage
+        collected). Raises InvalidArgument (n), SbxError (e.g. a writable
+        layer in memory: the local backend needs its disk layer)."""
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1024:
+            raise InvalidArgument(f"n: expected an int from 1 to 1024, got {n!r}")
+        arr = (ctypes.c_void_p * n)()
+        self._call("sbx_sandbox_fork", f"fork sandbox {self._id}", arr, n, _SB, None)
+        kids: List[Sandbox] = []
+        rt = self._runtime
+        with rt.using():
+            for i, p in enumerate(arr):
+                kid = Sandbox.__new__(Sandbox)
+                kid._handle = None
+                try:
+                    kid._init(rt, p, owned=True)  # type: ignore[arg-type]
+                except Closed:
+                    for q in arr[i + 1:]:  # the runtime is closing: leave nothing behind
+                        _lib.lib().sbx_sandbox_destroy(q, None)
+                        _lib.lib().sbx_sandbox_free(q)
+                    raise
+                kids.append(kid)
+        return kids
 
     @property
     def id(self) -> str:

@@ -25,6 +25,8 @@ int cmd_run(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_cp(int argc, char **argv);
+int cmd_fork(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_gc(int argc, char **argv);

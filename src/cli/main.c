@@ -24,6 +24,8 @@ static const struct command commands[] = {
 	{ "create", cmd_create, "create a sandbox and print its id" },
 	{ "exec", cmd_exec, "run a command in an existing sandbox" },
 	{ "cp", cmd_cp, "copy files between the host and a sandbox" },
+	{ "fork", cmd_fork, "fork a sandbox's file system into N new sandboxes" },
+	{ "snapshot", cmd_snapshot, "freeze a sandbox's file system as a named snapshot" },
 	{ "rm", cmd_rm, "destroy sandboxes" },
 	{ "ls", cmd_ls, "list sandboxes" },
 	{ "gc", cmd_gc, "destroy sandboxes whose owner died, and leftovers" },

@@ -84,7 +84,7 @@ static int check_ops(const sbx_provider_ops *ops, sbx_error **err)
 				     "register provider %s: ops version 1 predates provider descriptions; "
 				     "rebuild against sys/provider.h version %u (it adds .desc after .name)",
 				     ops->name, SBX_PROVIDER_OPS_VERSION);
-	if (ops->version != SBX_PROVIDER_OPS_VERSION && ops->version != 2)
+	if (ops->version < 2 || ops->version > SBX_PROVIDER_OPS_VERSION)
 		return sbx_error_set(err, -EINVAL, "register provider %s: ops version %u unsupported (this build: %u)",
 				     ops->name, ops->version, SBX_PROVIDER_OPS_VERSION);
 	const char *miss = !ops->create ? "create" : !ops->exec ? "exec" : !ops->destroy ? "destroy" : NULL;

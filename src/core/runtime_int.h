@@ -53,6 +53,7 @@ int sbx__exec_check_tty(const sbx_provider_ops *ops, const sbx_exec_opts *o, sbx
 /* Provider access for core helpers (keepalive). */
 const sbx_provider_ops *sbx__sandbox_ops(const sbx_sandbox *sb);
 void *sbx__sandbox_impl(const sbx_sandbox *sb);
+sbx_runtime *sbx__sandbox_runtime(const sbx_sandbox *sb);
 void sbx__sandbox_set_keepalive(sbx_sandbox *sb, int on);
 
 /* keepalive.c */

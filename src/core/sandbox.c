@@ -82,6 +82,11 @@ void *sbx__sandbox_impl(const sbx_sandbox *sb)
 	return sb->impl;
 }
 
+sbx_runtime *sbx__sandbox_runtime(const sbx_sandbox *sb)
+{
+	return sb->rt;
+}
+
 void sbx__sandbox_set_keepalive(sbx_sandbox *sb, int on)
 {
 	sb->keepalive = on;

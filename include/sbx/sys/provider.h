@@ -133,8 +133,10 @@ typedef struct sbx_provider_desc {
  * layout) is refused by sbx_provider_register with a message that says so.
  * Version 3 appended `stats` and `connect_port`; a version 2 table is still accepted
  * and the core never reads past its end (those ops count as NULL).
+ * Version 4 appended `fork`, `snapshot` and `snapshot_remove`; the core reads
+ * them only from version 4 tables.
  */
-#define SBX_PROVIDER_OPS_VERSION 3
+#define SBX_PROVIDER_OPS_VERSION 4
 
 /*
  * Every op returns 0 or a negative errno and sets *err (a lowercase message naming the
@@ -233,6 +235,22 @@ typedef struct sbx_provider_ops {
 	 *  by the caller. -ECONNREFUSED (nothing listens), -ETIMEDOUT, -ESRCH (gone),
 	 *  -EPERM (the sandbox shares the host's network: its ports are the host's). */
 	int (*connect_port)(int *fd_out, void *sb, unsigned port, sbx_error **err);
+
+	/* ---- version 4 ---- */
+	/** Optional: N new sandboxes whose file systems start as the parent's is now (no
+	 *  processes are copied); the parent keeps running. `opts` (the core's copy, valid
+	 *  for the call) is the children's spec, or NULL for the parent's own. On success
+	 *  children_out[0..n) and ids_out[0..n) are owned by the core (release with close,
+	 *  free); on failure none is left behind. -ESRCH (parent gone), -ENOTSUP (the
+	 *  parent's writable layer cannot be forked), -ENOSPC, -EIO. */
+	int (*fork)(void **children_out, char **ids_out, size_t n, void *parent,
+		    const sbx_sandbox_opts *opts, sbx_error **err);
+	/** Optional: freezes the sandbox's file system as a named snapshot that later creates
+	 *  start from (sbx_sandbox_opts.image "snapshot:NAME"). name NULL = a generated one;
+	 *  *name_out owned by the caller. -EEXIST (name taken), -EINVAL (bad name), -ENOTSUP. */
+	int (*snapshot)(char **name_out, void *sb, const char *name, sbx_error **err);
+	/** Optional: removes a snapshot (sandboxes made from it are not affected); -ENOENT. */
+	int (*snapshot_remove)(void *ctx, const char *name, sbx_error **err);
 } sbx_provider_ops;
 
 

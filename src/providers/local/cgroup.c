@@ -505,6 +505,50 @@ void sbx__cg_thaw_if_frozen(const struct cg_layout *cg, const char *id)
 		write_str(fz, "freezer.state", "THAWED");
 }
 
+/* The kernel freezes asynchronously: a write in flight ends before the group
+ * reports frozen. Bounded, so a task stuck in the kernel cannot stall a fork. */
+void sbx__cg_freeze_settle(const struct cg_layout *cg, const char *id)
+{
+	_cleanup_free_ char *f = NULL;
+	const char *want;
+	if (cg->mode == CG_V2) {
+		_cleanup_free_ char *d = group_dir(cg, 0, id);
+		f = xasprintf("%s/cgroup.events", d);
+		want = "frozen 1";
+	} else if (cg->mode == CG_V1 && cg->freezer) {
+		f = xasprintf("%s/%s/%s/freezer.state", cg->freezer, cg->parent, id);
+		want = "FROZEN";
+	} else {
+		return;
+	}
+	for (int i = 0; i < 100; i++) {
+		_cleanup_free_ char *v = NULL;
+		size_t n;
+		if (sbx__read_file(&v, &n, f, 4096, NULL) < 0 || strstr(v, want))
+			return;
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+int sbx__cg_frozen(const struct cg_layout *cg, const char *id)
+{
+	_cleanup_free_ char *f = NULL;
+	if (cg->mode == CG_V2) {
+		_cleanup_free_ char *d = group_dir(cg, 0, id);
+		f = xasprintf("%s/cgroup.freeze", d);
+	} else if (cg->mode == CG_V1 && cg->freezer) {
+		f = xasprintf("%s/%s/%s/freezer.state", cg->freezer, cg->parent, id);
+	} else {
+		return 0;
+	}
+	_cleanup_free_ char *v = NULL;
+	size_t n;
+	if (sbx__read_file(&v, &n, f, 64, NULL) < 0)
+		return 0;
+	return v[0] == '1' || strncmp(v, "FROZEN", 6) == 0;
+}
+
 char **sbx__cg_list(const struct cg_layout *cg)
 {
 	char **ids = NULL;

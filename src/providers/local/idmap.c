@@ -172,11 +172,12 @@ static int holder_main(void *arg)
 	return 0;
 }
 
-static int write_map(pid_t pid, const char *which, uint32_t base, int host_root)
+static int write_map(pid_t pid, const char *which, uint32_t base, int host_root, uint32_t shift_from)
 {
 	char path[64], map[96];
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, which);
-	int n = host_root ? snprintf(map, sizeof(map), "0 %u %u\n%u 0 1\n", base, SLOT_IDS, SLOT_IDS)
+	int n = host_root == 2 ? snprintf(map, sizeof(map), "%u %u %u\n0 0 1\n", shift_from, base, SLOT_IDS)
+		: host_root ? snprintf(map, sizeof(map), "0 %u %u\n%u 0 1\n", base, SLOT_IDS, SLOT_IDS)
 			  : snprintf(map, sizeof(map), "0 %u %u\n", base, SLOT_IDS);
 	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -186,17 +187,18 @@ static int write_map(pid_t pid, const char *which, uint32_t base, int host_root)
 }
 
 /* A user namespace mapping 0..65535 to base..base+65535 (and, with
- * host_root, 65536 to host root: see sbx__idmap_upper_ns). */
-static int make_userns(uint32_t base, int host_root, sbx_error **err)
+ * host_root, 65536 to host root: see sbx__idmap_upper_ns; host_root 2:
+ * shift_from.. to base.. and 0 to 0, see sbx__idmap_shift_ns). */
+static int make_userns(uint32_t base, int host_root, uint32_t shift_from, sbx_error **err)
 {
 	char stack[8192] __attribute__((aligned(16)));
 	struct holder h = { .go = 0, .parent = getpid() };
 	pid_t pid = clone(holder_main, stack + sizeof(stack), CLONE_NEWUSER | CLONE_VM, &h);
 	if (pid < 0)
 		return sbx_error_setsys(err, -errno, errno, "create a user namespace");
-	int r = write_map(pid, "uid_map", base, host_root);
+	int r = write_map(pid, "uid_map", base, host_root, shift_from);
 	if (r == 0)
-		r = write_map(pid, "gid_map", base, host_root);
+		r = write_map(pid, "gid_map", base, host_root, shift_from);
 	int fd = -1;
 	if (r == 0) {
 		char path[64];
@@ -226,7 +228,7 @@ int sbx__idmap_make(struct sbx_idmap *out, sbx_error **err)
 	if (lock < 0)
 		return lock;
 	uint32_t base = start + slot * SLOT_IDS;
-	int ns = make_userns(base, 0, err);
+	int ns = make_userns(base, 0, 0, err);
 	if (ns < 0) {
 		close(lock);
 		return ns;
@@ -245,7 +247,14 @@ int sbx__idmap_make(struct sbx_idmap *out, sbx_error **err)
  */
 int sbx__idmap_upper_ns(uint32_t base, sbx_error **err)
 {
-	return make_userns(base, 1, err);
+	return make_userns(base, 1, 0, err);
+}
+
+int sbx__idmap_shift_ns(uint32_t from, uint32_t to, sbx_error **err)
+{
+	if (from == 0 || to == 0)
+		return sbx_error_set(err, -EINVAL, "idmap: a forked layer needs private id ranges (%u -> %u)", from, to);
+	return make_userns(to, 2, from, err);
 }
 
 void sbx__idmap_close(struct sbx_idmap *m)

@@ -200,16 +200,21 @@ static int write_state(struct local_sb *sb, const sbx_sandbox_opts *o, sbx_error
 		.detach = o->detach,
 		.created = sbx__now_real(),
 		.labels = (char **)o->labels,
+		.has_spec = 1,
+		.spec = *o,
+		.env = (char **)o->env,
+		.layer_base = sb->layer_base,
 	};
 	st.expires = o->ttl_s ? st.created + o->ttl_s : 0;
 	_cleanup_free_ char *path = path_of(sb, "json");
 	return sbx__state_write(path, &st, err);
 }
 
-static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandbox_opts *o,
-			sbx_error **err)
+/* preset: the id whose writable layer a fork already made (storing ids of
+ * layer_base), else NULL for a fresh id and layer. */
+static int create_impl(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
+		       const char *preset, uint32_t layer_base, sbx_error **err)
 {
-	struct local_ctx *c = ctx;
 	if (geteuid() != 0)
 		return sbx_error_set(err, -EPERM,
 				     "local: sandboxes need root (namespaces, overlayfs, cgroups); run as root");
@@ -218,7 +223,10 @@ static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandb
 	if (r < 0)
 		return r;
 	char id[LOCAL_ID_LEN + 1];
-	sbx__random_hex(id, LOCAL_ID_LEN);
+	if (preset)
+		snprintf(id, sizeof(id), "%s", preset);
+	else
+		sbx__random_hex(id, LOCAL_ID_LEN);
 	struct local_sb *sb = sb_new(c, id);
 	int listener = -1, sync[2] = { -1, -1 }, cg_procs[CG_N], n_cg = 0;
 	struct sbx_nsset ns = SBX_NSSET_INIT;
@@ -241,11 +249,14 @@ static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandb
 		goto out;
 	sb->id_base = ns.id.base;
 	sb->id_known = 1;
+	sb->layer_base = preset ? layer_base : ns.id.base;
 	if ((r = sbx__local_listen(sb->dir, &listener, err)) < 0 || (r = sbx__cg_create(&c->cg, id, o, err)) < 0 ||
 	    (r = n_cg = sbx__cg_procs_fds(&c->cg, id, cg_procs, err)) < 0)
 		goto out;
 	/* The writable layer on disk unless the spec brings its own (builds). */
-	if (!o->upper_dir) {
+	if (preset) {
+		sb->scratch = sbx__scratch_path(&c->scratch, id);
+	} else if (!o->upper_dir) {
 		int kind = sbx__scratch_mode(&c->scratch, o->scratch, err);
 		if (kind < 0) {
 			r = kind;
@@ -310,6 +321,20 @@ out:
 	sbx_image_free(img);
 	sbx__nspool_kick(&c->pool);
 	return r;
+}
+
+static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandbox_opts *o,
+			sbx_error **err)
+{
+	if (sbx__local_is_snapshot_image(o->image))
+		return sbx__local_create_snapshot(sb_out, id_out, ctx, o, err);
+	return create_impl(sb_out, id_out, ctx, o, NULL, 0, err);
+}
+
+int sbx__local_create_from(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
+			   const char *id, uint32_t layer_base, sbx_error **err)
+{
+	return create_impl(sb_out, id_out, c, o, id, layer_base, err);
 }
 
 static int valid_id(const char *id)
@@ -675,4 +700,7 @@ const sbx_provider_ops sbx_provider_local = {
 	.limits = sbx__local_limits,
 	.stats = sbx__local_stats,
 	.connect_port = l_connect_port,
+	.fork = sbx__local_fork,
+	.snapshot = sbx__local_snapshot,
+	.snapshot_remove = sbx__local_snapshot_remove,
 };

@@ -37,6 +37,9 @@ void sbx__idmap_close(struct sbx_idmap *m);
 /* O_RDONLY fd of a namespace that idmaps a host upper dir for a sandbox of
  * this base (the dir keeps image ids), or -errno. */
 int sbx__idmap_upper_ns(uint32_t base, sbx_error **err);
+/* Same, for a forked upper dir that stores ids of range from: from+i on disk
+ * is to+i to the sandbox (and host root stays host root). */
+int sbx__idmap_shift_ns(uint32_t from, uint32_t to, sbx_error **err);
 /* The pool of host ids slots come from: SBX_USERNS_RANGE, /etc/subuid's
  * `sbx` entry, or the default. */
 int sbx__idmap_range(uint32_t *start, uint32_t *count, sbx_error **err);
@@ -97,6 +100,12 @@ int sbx__scratch_mode(struct sbx_scratch *s, sbx_scratch_kind want, sbx_error **
 uint64_t sbx__scratch_fs_bytes(struct sbx_scratch *s);
 /* A subvolume for sandbox id capped at limit bytes; *dir_out its path. */
 int sbx__scratch_make(struct sbx_scratch *s, const char *id, uint64_t limit, char **dir_out, sbx_error **err);
+/* dst: a copy-on-write snapshot of src's subvolume capped at limit (fork). */
+int sbx__scratch_snapshot(struct sbx_scratch *s, const char *src, const char *dst, uint64_t limit,
+			  sbx_error **err);
+char *sbx__scratch_path(struct sbx_scratch *s, const char *id);
+/* dst: a read-only snapshot of src's subvolume (a named snapshot). */
+int sbx__scratch_freeze(struct sbx_scratch *s, const char *src, const char *dst, sbx_error **err);
 /* 1 removed, 0 nothing there, -errno. Never sets anything up. */
 int sbx__scratch_remove(struct sbx_scratch *s, const char *id);
 int sbx__scratch_exists(struct sbx_scratch *s, const char *id);
@@ -130,6 +139,8 @@ struct local_sb {
 	uint32_t id_base;   /* host id of root inside (0: userns=host); see sbx__local_id_base */
 	int id_known;       /* id_base is set (a sandbox opened by id reads it lazily) */
 	char *scratch;      /* its writable layer's subvolume (creator only), or NULL */
+	uint32_t layer_base; /* host id of root inside as the writable layer stores it:
+				id_base, or a fork's ancestor's (then an idmapped upper) */
 };
 /* local.c: host id of the sandbox's root (0 for userns=host): files the host
  * creates inside belong to base + the id inside. */
@@ -162,6 +173,19 @@ char *sbx__cg_dir(const struct cg_layout *cg, int c, const char *id);
 int sbx__local_stats(sbx_stats *out, void *h, sbx_error **err);
 /* The provider's limits op: the cgroup and writable-layer sizes a spec gets. */
 int sbx__local_limits(sbx_limits *out, void *ctx, const sbx_sandbox_opts *o, sbx_error **err);
+/* local.c: create with the writable layer already made as subvolume id
+ * (a fork child) storing ids of layer_base. */
+int sbx__local_create_from(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
+			   const char *id, uint32_t layer_base, sbx_error **err);
+/* snapshot.c: named snapshots and creates from them ("snapshot:NAME"). */
+int sbx__local_snapshot(char **name_out, void *sb, const char *name, sbx_error **err);
+int sbx__local_snapshot_remove(void *ctx, const char *name, sbx_error **err);
+int sbx__local_is_snapshot_image(const char *image);
+int sbx__local_create_snapshot(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
+			       sbx_error **err);
+/* fork.c: the fork op. */
+int sbx__local_fork(void **children, char **ids, size_t n, void *parent, const sbx_sandbox_opts *o,
+		    sbx_error **err);
 
 /* seccomp.c: the compiled default filter (process-wide, built once). */
 int sbx__seccomp_program(const void **prog, size_t *len, sbx_error **err);
@@ -237,6 +261,10 @@ int sbx__local_mkdirs_in(int root, const char *path, sbx_error **err);
 int sbx__cg_freeze(const struct cg_layout *cg, const char *id, int freeze, sbx_error **err);
 /* Thaws the sandbox if a v1 freezer group exists for it (frozen tasks cannot die). */
 void sbx__cg_thaw_if_frozen(const struct cg_layout *cg, const char *id);
+/* Waits (at most ~100 ms) until a freeze has taken hold. */
+void sbx__cg_freeze_settle(const struct cg_layout *cg, const char *id);
+/* Whether the sandbox is paused (frozen). */
+int sbx__cg_frozen(const struct cg_layout *cg, const char *id);
 
 /* exec.c */
 int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_opts *o,
@@ -263,6 +291,11 @@ struct local_state {
 	double created;
 	double expires;     /* 0 = never */
 	char **labels;
+	/* The spec, for forks (has_spec = 0 in files older than fork). */
+	int has_spec;
+	sbx_sandbox_opts spec;  /* image, env, labels unset; workdir/user/hostname owned */
+	char **env;
+	uint32_t layer_base;
 };
 int sbx__state_write(const char *path, const struct local_state *st, sbx_error **err);
 int sbx__state_read(struct local_state *st, const char *path, sbx_error **err);

@@ -332,6 +332,58 @@ int sbx__scratch_make(struct sbx_scratch *s, const char *id, uint64_t limit, cha
 	return 0;
 }
 
+/* A copy-on-write snapshot of src's subvolume as dst, with its own limit:
+ * what a fork child starts from. The snapshot shares every extent with src
+ * (cost independent of its size), and simple quotas charge dst only for
+ * what it writes afterwards. The overlay's work dir is emptied: it holds
+ * the parent's in-flight state and a volatile mount's marker, which a new
+ * mount refuses. */
+int sbx__scratch_snapshot(struct sbx_scratch *s, const char *src, const char *dst, uint64_t limit,
+			  sbx_error **err)
+{
+	_cleanup_close_ int sfd = openat(s->dirfd, src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0)
+		return sbx_error_setsys(err, -errno, errno, "scratch: open the writable layer %s/%s", s->dir, src);
+	struct btrfs_ioctl_vol_args_v2 a = { .fd = sfd };
+	snprintf(a.name, sizeof(a.name), "%s", dst);
+	if (ioctl(s->dirfd, BTRFS_IOC_SNAP_CREATE_V2, &a) < 0)
+		return sbx_error_setsys(err, -errno, errno, "scratch: snapshot %s/%s as %s", s->dir, src, dst);
+	_cleanup_close_ int fd = openat(s->dirfd, dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct btrfs_ioctl_qgroup_limit_args q = { 0 };
+	q.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
+	q.lim.max_rfer = limit;
+	int r = 0;
+	if (fd < 0)
+		r = sbx_error_setsys(err, -errno, errno, "scratch: open %s/%s", s->dir, dst);
+	else if (ioctl(fd, BTRFS_IOC_QGROUP_LIMIT, &q) < 0)
+		r = sbx_error_setsys(err, -errno, errno, "scratch: set the storage limit of %s/%s", s->dir, dst);
+	else if ((r = sbx__rm_rf_at(fd, "work", NULL)) < 0 && r != -ENOENT)
+		sbx_error_setsys(err, r, -r, "scratch: empty the work dir of %s/%s", s->dir, dst);
+	else
+		r = 0;
+	if (r < 0)
+		sbx__scratch_remove(s, dst);
+	return r;
+}
+
+int sbx__scratch_freeze(struct sbx_scratch *s, const char *src, const char *dst, sbx_error **err)
+{
+	_cleanup_close_ int sfd = openat(s->dirfd, src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0)
+		return sbx_error_setsys(err, -errno, errno, "scratch: open the writable layer %s/%s", s->dir, src);
+	struct btrfs_ioctl_vol_args_v2 a = { .fd = sfd, .flags = BTRFS_SUBVOL_RDONLY };
+	snprintf(a.name, sizeof(a.name), "%s", dst);
+	if (ioctl(s->dirfd, BTRFS_IOC_SNAP_CREATE_V2, &a) < 0)
+		return sbx_error_setsys(err, -errno, errno, "scratch: snapshot %s/%s as %s", s->dir, src, dst);
+	return 0;
+}
+
+/* Path of sandbox id's subvolume (the disk layer is open). */
+char *sbx__scratch_path(struct sbx_scratch *s, const char *id)
+{
+	return xasprintf("%s/%s", s->dir, id);
+}
+
 /* The state dir's scratch directory without setting anything up (GC and
  * listing on a host that never made one must not format a disk): a new fd,
  * or -1 when there is none. */

@@ -58,6 +58,12 @@ static void add_setup_env(struct sbx_msg *m, const sbx_image *img, const sbx_san
 	sbx__strv_free(env);
 }
 
+/* A fork child's layer stores its ancestor's ids: it is mounted idmapped. */
+static int layer_shifted(const struct local_sb *sb, const struct sbx_idmap *idm)
+{
+	return sb->scratch && idm->userns >= 0 && sb->layer_base != idm->base;
+}
+
 static void build_setup(struct sbx_msg *m, char *buf, size_t cap, struct local_sb *sb, const void *prog,
 			size_t prog_len, const sbx_image *img, const struct sbx_idmap *idm, int cpu_run,
 			const sbx_sandbox_opts *o)
@@ -101,7 +107,7 @@ static void build_setup(struct sbx_msg *m, char *buf, size_t cap, struct local_s
 	add_setup_env(m, img, o);
 	if (idm->userns >= 0)
 		sbx__msg_add_u64(m, T_ID_BASE, idm->base);
-	if (idm->userns >= 0 && o->upper_dir)
+	if (idm->userns >= 0 && (o->upper_dir || layer_shifted(sb, idm)))
 		sbx__msg_add_u64(m, T_UPPER_IDMAP, 1);
 	if (cpu_run)
 		sbx__msg_add_u64(m, T_CPU_RUN, 1);
@@ -141,8 +147,10 @@ int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const str
 	if (idm->userns >= 0) {
 		fds[n++] = idm->userns;
 		fds[n++] = idm->lock;
-		if (o->upper_dir) {
-			if ((upper_ns = sbx__idmap_upper_ns(idm->base, err)) < 0)
+		if (o->upper_dir || layer_shifted(sb, idm)) {
+			upper_ns = o->upper_dir ? sbx__idmap_upper_ns(idm->base, err)
+						: sbx__idmap_shift_ns(sb->layer_base, idm->base, err);
+			if (upper_ns < 0)
 				return upper_ns;
 			fds[n++] = upper_ns;
 		}

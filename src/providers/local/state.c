@@ -16,6 +16,59 @@
 #include "../../util/str.h"
 #include "local_int.h"
 
+/* What a fork's children inherit: limits, network, users, env. */
+static json_t *spec_json(const struct local_state *st)
+{
+	const sbx_sandbox_opts *o = &st->spec;
+	json_t *env = json_array();
+	for (size_t i = 0; st->env && st->env[i]; i++)
+		json_array_append_new(env, json_string(st->env[i]));
+	json_t *j = json_pack("{s:f, s:I, s:I, s:I, s:i, s:I, s:i, s:I, s:i, s:i, s:I, s:o}", "cpus", o->cpus,
+			      "memory_mb", (json_int_t)o->memory_mb, "storage_mb", (json_int_t)o->storage_mb,
+			      "pids_max", (json_int_t)o->pids_max, "network", (int)o->network,
+			      "nofile_max", (json_int_t)o->nofile_max, "userns", (int)o->userns,
+			      "ttl_s", (json_int_t)o->ttl_s, "net_raw", o->net_raw, "scratch", (int)o->scratch,
+			      "layer_base", (json_int_t)st->layer_base, "env", env);
+	if (j && o->workdir)
+		json_object_set_new(j, "workdir", json_string(o->workdir));
+	if (j && o->user)
+		json_object_set_new(j, "user", json_string(o->user));
+	if (j && o->hostname)
+		json_object_set_new(j, "hostname", json_string(o->hostname));
+	return j ? j : json_object();
+}
+
+static void spec_read(struct local_state *st, json_t *j)
+{
+	if (!json_is_object(j))
+		return;
+	sbx_sandbox_opts *o = &st->spec;
+	*o = (sbx_sandbox_opts)SBX_SANDBOX_OPTS_INIT;
+	o->cpus = json_number_value(json_object_get(j, "cpus"));
+	o->memory_mb = (unsigned)json_integer_value(json_object_get(j, "memory_mb"));
+	o->storage_mb = (unsigned)json_integer_value(json_object_get(j, "storage_mb"));
+	o->pids_max = (unsigned)json_integer_value(json_object_get(j, "pids_max"));
+	o->network = (sbx_network)json_integer_value(json_object_get(j, "network"));
+	o->nofile_max = (unsigned)json_integer_value(json_object_get(j, "nofile_max"));
+	o->userns = (sbx_userns)json_integer_value(json_object_get(j, "userns"));
+	o->ttl_s = (unsigned)json_integer_value(json_object_get(j, "ttl_s"));
+	o->net_raw = (int)json_integer_value(json_object_get(j, "net_raw"));
+	o->scratch = (sbx_scratch_kind)json_integer_value(json_object_get(j, "scratch"));
+	st->layer_base = (uint32_t)json_integer_value(json_object_get(j, "layer_base"));
+	const char *w = json_string_value(json_object_get(j, "workdir"));
+	const char *u = json_string_value(json_object_get(j, "user"));
+	const char *h = json_string_value(json_object_get(j, "hostname"));
+	o->workdir = w ? xstrdup(w) : NULL;
+	o->user = u ? xstrdup(u) : NULL;
+	o->hostname = h ? xstrdup(h) : NULL;
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(j, "env"), i, v)
+		if (json_is_string(v))
+			sbx__strv_push(&st->env, json_string_value(v));
+	st->has_spec = 1;
+}
+
 int sbx__state_write(const char *path, const struct local_state *st, sbx_error **err)
 {
 	json_t *labels = json_array();
@@ -28,6 +81,8 @@ int sbx__state_write(const char *path, const struct local_state *st, sbx_error *
 			      "owner", (json_int_t)st->owner, "owner_start", (json_int_t)st->owner_start,
 			      "detach", st->detach, "created", st->created, "expires", st->expires,
 			      "labels", labels);
+	if (o && st->has_spec)
+		json_object_set_new(o, "spec", spec_json(st));
 	if (!o)
 		return sbx_error_set(err, -EINVAL, "state for %s: labels or image are not valid UTF-8", st->id);
 	char *text = json_dumps(o, JSON_COMPACT);
@@ -71,6 +126,7 @@ int sbx__state_read(struct local_state *st, const char *path, sbx_error **err)
 	json_array_foreach(labels, i, v)
 		if (json_is_string(v))
 			sbx__strv_push(&st->labels, json_string_value(v));
+	spec_read(st, json_object_get(o, "spec"));
 	json_decref(o);
 	return 0;
 }
@@ -81,5 +137,11 @@ void sbx__state_clear(struct local_state *st)
 	free(st->image);
 	free(st->status);
 	sbx__strv_free(st->labels);
+	if (st->has_spec) {
+		free((char *)st->spec.workdir);
+		free((char *)st->spec.user);
+		free((char *)st->spec.hostname);
+	}
+	sbx__strv_free(st->env);
 	memset(st, 0, sizeof(*st));
 }

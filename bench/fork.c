@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Group fork on `local` (issue 18 item 4, issue 17's snapshot goal): a parent
+ * that wrote SIZE MiB forks into N children, against N-independent cold
+ * creates, interleaved in one run; then fork(1) against the parent's upper
+ * size and a named snapshot against it. Acceptance: fork(8) of a parent with
+ * 100 MiB written takes less time than 2 cold creates (issue 18); a snapshot of
+ * a 100 MiB upper <= 50 ms (issue 17).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sbx/sbx.h>
+
+#include "common.h"
+
+static sbx_runtime *rt;
+static const char *image;
+
+static sbx_sandbox *make(void)
+{
+	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
+	o.image = image;
+	o.scratch = SBX_SCRATCH_DISK;
+	o.storage_mb = 2048;
+	sbx_sandbox *sb = NULL;
+	sbx_error *err = NULL;
+	if (sbx_sandbox_create(&sb, rt, &o, &err) < 0) {
+		fprintf(stderr, "bench: create: %s\n", err->msg);
+		exit(1);
+	}
+	return sb;
+}
+
+static void gone(sbx_sandbox *sb)
+{
+	sbx_sandbox_destroy(sb, NULL);
+	sbx_sandbox_free(sb);
+}
+
+static void fill(sbx_sandbox *sb, unsigned mb)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "dd if=/dev/urandom of=/data bs=1M count=%u 2>/dev/null && sync", mb);
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	sbx_exec_opts eo = SBX_EXEC_OPTS_INIT;
+	eo.argv = argv;
+	sbx_exec_result res = { 0 };
+	sbx_error *err = NULL;
+	if (sbx_sandbox_exec(&res, sb, &eo, &err) < 0 || res.exit_code != 0) {
+		fprintf(stderr, "bench: write %u MiB: %s\n", mb, err ? err->msg : "command failed");
+		exit(1);
+	}
+	sbx_exec_result_free(&res);
+}
+
+static double do_fork(sbx_sandbox *p, size_t n)
+{
+	sbx_sandbox **k = bench_xcalloc(n, sizeof(*k));
+	sbx_error *err = NULL;
+	double t0 = bench_now();
+	if (sbx_sandbox_fork(k, n, p, NULL, &err) < 0) {
+		fprintf(stderr, "bench: fork: %s\n", err->msg);
+		exit(1);
+	}
+	double ms = (bench_now() - t0) * 1e3;
+	for (size_t i = 0; i < n; i++)
+		gone(k[i]);
+	free(k);
+	return ms;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long rounds = 5, n = 8, mb = 100;
+	for (int i = 1; i < argc; i++) {
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(argv[i], "--image") && v)
+			image = argv[++i];
+		else if (!strcmp(argv[i], "--rounds") && v && bench_parse_ulong(&rounds, v) == 0)
+			i++;
+		else if (!strcmp(argv[i], "--n") && v && bench_parse_ulong(&n, v) == 0)
+			i++;
+		else if (!strcmp(argv[i], "--mb") && v && bench_parse_ulong(&mb, v) == 0)
+			i++;
+		else {
+			fprintf(stderr, "usage: sbx-bench-fork --image NAME [--rounds 5] [--n 8] [--mb 100]\n");
+			return 2;
+		}
+	}
+	if (!image || !n || !rounds) {
+		fprintf(stderr, "usage: sbx-bench-fork --image NAME [--rounds 5] [--n 8] [--mb 100]\n");
+		return 2;
+	}
+	sbx_error *err = NULL;
+	if (sbx_runtime_new(&rt, NULL, &err) < 0) {
+		fprintf(stderr, "bench: runtime: %s\n", err->msg);
+		return 1;
+	}
+	bench_samples fork_n = { 0 }, cold2 = { 0 };
+	sbx_sandbox *p = make();
+	fill(p, (unsigned)mb);
+	gone(make()); /* warm the image and the namespace pool */
+	for (unsigned long r = 0; r < rounds; r++) {
+		bench_samples_add(&fork_n, do_fork(p, n));
+		double t0 = bench_now();
+		sbx_sandbox *a = make(), *b = make();
+		bench_samples_add(&cold2, (bench_now() - t0) * 1e3);
+		gone(a);
+		gone(b);
+	}
+	gone(p);
+	bench_stats sf, sc;
+	bench_stats_compute(&sf, &fork_n);
+	bench_stats_compute(&sc, &cold2);
+	char label[64];
+	snprintf(label, sizeof(label), "fork(%lu), %lu MiB written", n, mb);
+	bench_stats_print(stdout, label, &sf);
+	bench_stats_print(stdout, "2 cold creates", &sc);
+	printf("ratio fork(%lu) / 2 cold creates: %.2fx (goal < 1)\n", n, sf.median / sc.median);
+	/* fork(1) against the upper dir's size: the copy is a snapshot. */
+	static const unsigned sizes[] = { 0, 100, 400 };
+	double base = 0;
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		sbx_sandbox *q = make();
+		if (sizes[s])
+			fill(q, sizes[s]);
+		bench_samples one = { 0 }, snap = { 0 };
+		for (unsigned long r = 0; r < rounds; r++) {
+			bench_samples_add(&one, do_fork(q, 1));
+			char *name = NULL;
+			double t0 = bench_now();
+			if (sbx_sandbox_snapshot(&name, q, NULL, &err) < 0) {
+				fprintf(stderr, "bench: snapshot: %s\n", err->msg);
+				exit(1);
+			}
+			bench_samples_add(&snap, (bench_now() - t0) * 1e3);
+			sbx_snapshot_remove(rt, NULL, name, NULL);
+			free(name);
+		}
+		gone(q);
+		bench_stats sn;
+		bench_stats_compute(&sn, &snap);
+		snprintf(label, sizeof(label), "snapshot, %u MiB upper", sizes[s]);
+		bench_stats_print(stdout, label, &sn);
+		printf("goal <= 50 ms: %s\n", sn.median <= 50 ? "met" : "NOT met");
+		bench_samples_free(&snap);
+		bench_stats so;
+		bench_stats_compute(&so, &one);
+		if (s == 0)
+			base = so.median;
+		snprintf(label, sizeof(label), "fork(1), %u MiB upper", sizes[s]);
+		bench_stats_print(stdout, label, &so);
+		printf("ratio vs 0 MiB upper: %.2fx\n", so.median / base);
+		bench_samples_free(&one);
+	}
+	bench_samples_free(&fork_n);
+	bench_samples_free(&cold2);
+	sbx_runtime_free(rt);
+	return 0;
+}
