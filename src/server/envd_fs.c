@@ -63,6 +63,25 @@ char *sbx__srv_user_home(struct srv_sandbox *s, const char *user)
 	return home ? home : xasprintf("/home/%s", name);
 }
 
+/* E2B runs commands and resolves relative paths as `user` (/home/user) when
+ * the image has that account, as its base image does; root otherwise. */
+char *sbx__srv_default_user(struct srv_sandbox *s)
+{
+	char *data = NULL;
+	size_t len = 0;
+	int r = sbx__srv_read_small(&data, &len, s, "/etc/passwd", SBX_PASSWD_MAX, NULL);
+	if (r == -ENOSYS && (r = sb_enter(s, NULL)) == 0) { /* no path fds: a remote provider */
+		r = sbx_sandbox_read_file((void **)&data, &len, s->sb, "/etc/passwd", SBX_PASSWD_MAX, NULL);
+		sb_leave(s);
+	}
+	struct sbx_pwent e;
+	int found = r == 0 && sbx__pw_by_name(&e, data, len, 0, "user") == 0;
+	if (found)
+		sbx__pw_clear(&e);
+	free(data);
+	return found ? xstrdup("user") : NULL;
+}
+
 char *sbx__srv_resolve_path(struct srv_sandbox *s, const char *user, const char *path)
 {
 	if (path[0] == '/')
