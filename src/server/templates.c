@@ -43,7 +43,9 @@ struct srv_build {
 int sbx__srv_template_resolve(struct server *srv, const char *template_id, char **image_out, sbx_error **err)
 {
 	const char *name = template_id;
-	if (strcmp(name, "base") == 0 && srv->cfg.default_template)
+	/* An empty --default-template or $SBX_SERVE_DEFAULT_TEMPLATE: none. */
+	int dflt = srv->cfg.default_template && *srv->cfg.default_template;
+	if (strcmp(name, "base") == 0 && dflt)
 		name = srv->cfg.default_template;
 	sbx_image *img = NULL;
 	if (sbx_image_get(&img, srv->rt, name, NULL) == 0) {
@@ -55,7 +57,7 @@ int sbx__srv_template_resolve(struct server *srv, const char *template_id, char 
 		/* The SDK's default template: say how to build it into this store. */
 		const char *dir = srv->cfg.image_dir;
 		_cleanup_free_ char *env = dir ? xasprintf("SBX_IMAGE_DIR=%s ", dir) : xstrdup("");
-		if (srv->cfg.default_template)
+		if (dflt)
 			return sbx_error_set(err, -ENOENT, "template 'base' not found: the store has no image '%s' "
 					     "(sbx serve --default-template); see 'sbx image ls'", name);
 		return sbx_error_set(err, -ENOENT, "template 'base' not found: the image store has no image 'base' "
