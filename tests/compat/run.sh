@@ -162,8 +162,10 @@ if [ "${SBX_COMPAT_BASE:-1}" != 0 ]; then
     export E2B_API_URL=$url E2B_SANDBOX_URL=$url
     E2B_API_KEY=$(head -n1 "$keyfile")
     for v in "${versions[@]}"; do
-      r=$(node "$here/base.mjs" "$cache/e2b-$v" 2>&1 | tee /dev/stderr |
-          sed -nE 's/^base e2b@[^:]*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/p' | tail -n1)
+      node "$here/base.mjs" "$cache/e2b-$v" >"$work/base-$v.log" 2>&1
+      cat "$work/base-$v.log"
+      r=$(sed -nE 's/^base e2b@[^:]*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/p' \
+          "$work/base-$v.log" | tail -n1)
       read -r p f s <<<"${r:-0 1 0}"
       total_pass=$((total_pass + p)) total_fail=$((total_fail + f)) total_skip=$((total_skip + s))
       summary+=("base e2b@$v: $p passed, $f failed, $s skipped")
