@@ -202,25 +202,6 @@ static int fail_sbx(struct upload *u, int code, const char *path, sbx_error *e)
 	return -ECANCELED;
 }
 
-/* The ancestors of path that do not exist yet, deepest first: the write
- * creates them, and E2B's envd makes them the caller's, as the file is
- * (else a default `user` could not write next to its own upload). */
-static char **missing_parents(struct srv_sandbox *s, const char *path)
-{
-	char **v = xcalloc(1, sizeof(char *));
-	_cleanup_free_ char *d = xstrdup(path);
-	for (char *slash = strrchr(d, '/'); slash && slash != d; slash = strrchr(d, '/')) {
-		*slash = '\0';
-		sbx_file_info fi = { 0 };
-		int rc = sbx_sandbox_stat(&fi, s->sb, d, NULL);
-		sbx_file_info_clear(&fi);
-		if (rc != -ENOENT)
-			break;
-		sbx__strv_push(&v, d);
-	}
-	return v;
-}
-
 static int sink_open(struct upload *u, const char *path)
 {
 	struct sink *k = &u->cur;
@@ -241,7 +222,7 @@ static int sink_open(struct upload *u, const char *path)
 	 * blocks on what the sandbox put there; then the bytes go to that inode. */
 	if ((rc = sbx__srv_op_begin(u->s, &e)) == 0) {
 		int own = u->user && strcmp(u->user, "root") != 0;
-		char **made = own ? missing_parents(u->s, path) : NULL;
+		char **made = own ? sbx__srv_missing_parents(u->s, path) : NULL;
 		rc = sbx_sandbox_write_file(u->s->sb, path, "", 0, 0644, &e);
 		for (size_t i = 0; rc == 0 && made && made[i]; i++)
 			sbx_sandbox_chown(u->s->sb, made[i], u->user, NULL);

@@ -44,6 +44,11 @@ try {
   await sbx.files.write('rel.txt', 'x');
   const who = await sbx.commands.run('stat -c %U /home/user/rel.txt');
   check(who.stdout.trim() === 'user', 'a relative file path is under /home/user, owned by user', who.stdout);
+  // Directories a write or makeDir creates are the user's (envd's rule).
+  await sbx.files.write('w/x/y.txt', 'y');
+  await sbx.files.makeDir('d/a/b');
+  const own = await sbx.commands.run('touch w/x/z d/a/z && stat -c %U w w/x d d/a d/a/b');
+  check(own.stdout === 'user\n'.repeat(5), 'parents made by files.write and makeDir belong to user', own.stdout);
   const root = await sbx.commands.run('whoami; cat /etc/sudoers.d/user', { user: 'root' });
   check(root.stdout === 'root\nuser ALL=(ALL:ALL) NOPASSWD: ALL\n', "an explicit user: 'root' wins; user's sudo rule", root.stdout);
 } catch (err) {
