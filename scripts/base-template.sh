@@ -7,8 +7,13 @@
 #     machine's apt mirror when the store lacks it (one time, a few minutes);
 #  2. builds examples/templates/base FROM it and names the result `base`
 #     (about 40 s: apt installs what the task image lacks).
-#   scripts/base-template.sh [BUILD_DIR] [NAME]
+#   scripts/base-template.sh [--update] [BUILD_DIR] [NAME]
+# --update builds even when NAME exists (a cache hit unless the Dockerfile or
+# the task image changed): the tests use it so that a store kept between runs
+# never serves a stale `base`.
 set -euo pipefail
+update=0
+if [ "${1:-}" = --update ]; then update=1; shift; fi
 build=${1:-build}
 name=${2:-base}
 sbx="$build/src/cli/sbx"
@@ -20,7 +25,7 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "base: building images needs root (namespaces, overlayfs): run 'sudo make base'" >&2
   exit 4
 fi
-if "$sbx" image inspect "$name" >/dev/null 2>&1; then
+if [ "$update" = 0 ] && "$sbx" image inspect "$name" >/dev/null 2>&1; then
   echo "base: the image '$name' is present (remove it with '$sbx image rm $name' to rebuild)"
   exit 0
 fi

@@ -150,7 +150,7 @@ if [ "${SBX_COMPAT_BASE:-1}" != 0 ]; then
   base_store=${SBX_TEST_TASK_IMAGE_DIR:-$build/test-task-images}
   mkdir -p "$base_store"
   log_main=$log log=$work/server-base.log
-  if ! SBX_IMAGE_DIR=$base_store bash "$here/../../scripts/base-template.sh" "$build" >"$work/base-build.log" 2>&1; then
+  if ! SBX_IMAGE_DIR=$base_store bash "$here/../../scripts/base-template.sh" --update "$build" >"$work/base-build.log" 2>&1; then
     echo "compat: building the image 'base' failed:"
     tail -n 30 "$work/base-build.log" | sed 's/^/  | /'
     total_fail=$((total_fail + 1))
