@@ -25,7 +25,7 @@
 
 extern const sbx_provider_ops sbx_provider_local;
 extern const sbx_provider_ops sbx_provider_e2b;
-extern const sbx_provider_desc sbx_provider_daytona_desc;
+extern const sbx_provider_ops sbx_provider_daytona;
 extern const sbx_provider_desc sbx_provider_modal_desc;
 
 struct entry {
@@ -38,7 +38,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct entry table[SBX_MAX_PROVIDERS] = {
 	{ NULL, &sbx_provider_local },
 	{ NULL, &sbx_provider_e2b },
-	{ &sbx_provider_daytona_desc, NULL },
+	{ NULL, &sbx_provider_daytona },
 	{ &sbx_provider_modal_desc, NULL },
 };
 static size_t n_table = 4;

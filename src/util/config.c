@@ -60,6 +60,13 @@ const struct sbx_knob sbx__knobs[] = {
 	K("OPENENV_E2B_URL_SCHEME", CHOICE, "providers/e2b", "https", "the reference framework's name for SBX_E2B_URL_SCHEME"),
 	K("SBX_E2B_URL_SCHEME", CHOICE, "providers/e2b", "https", "http or https for the addresses made from E2B_DOMAIN"),
 	K("SBX_SANDBOX_TTL_S", INTEGER, "providers/e2b", "1800", "seconds a remote sandbox outlives its last keepalive (1..86400); core's keepalive uses it too"),
+	/* daytona: src/providers/daytona */
+	K("DAYTONA_ORGANIZATION_ID", STRING, "providers/daytona", "(none)", "sent as X-Daytona-Organization-ID (needed when the key is a JWT)"),
+	K("HARBOR_OVERRIDE_STORAGE_MB", INTEGER, "providers/daytona", "(the task's storage, else Daytona's default)", "disk of every Daytona sandbox in MiB (rounded up to GiB): keeps concurrency x disk under the org quota"),
+	K("SBX_DAYTONA_CREATE_TIMEOUT_S", DURATION, "providers/daytona", "300", "a Daytona sandbox not started this long after its create is deleted and the create retried"),
+	K("SBX_DAYTONA_DISK_QUOTA_GB", INTEGER, "providers/daytona", "30", "sbx doctor --backend daytona: the org's total disk quota (GiB) for the quota math"),
+	K("SBX_DAYTONA_EXEC", CHOICE, "providers/daytona", "session", "session: a session per exec, polled, stdout and stderr apart; execute: one process/execute call, stderr merged into stdout"),
+	K("SBX_DAYTONA_SANDBOXES", INTEGER, "providers/daytona", "(SBX_CREATE_CONCURRENCY)", "sbx doctor --backend daytona: how many sandboxes you run at once, for the quota math"),
 	/* server: sbx serve */
 	K("SBX_SERVE_DAYTONA_FAIL_CREATES", STRING, "server", "0", "sbx serve, tests only: answer the next N Daytona creates with the disk-quota error (400), or with 429 as N:429"),
 	K("SBX_SERVE_DEFAULT_TEMPLATE", STRING, "server", "(none)", "sbx serve: the image of templateID \"base\" (--default-template wins; none or empty: the image \"base\", built by make base)"),

@@ -45,9 +45,15 @@ static const char *build_root(void)
 
 /* Warnings and errors go to the test's stderr (shown on failure); the
  * pipeline's throttle warning is counted for the backoff tests. */
+const char *volatile conf_secret;
+atomic_int conf_secret_leaks;
+
 static void log_sink(sbx_log_level level, const char *msg, void *payload)
 {
 	(void)payload;
+	const char *sec = conf_secret;
+	if (sec && strstr(msg, sec))
+		atomic_fetch_add(&conf_secret_leaks, 1);
 	if (strstr(msg, "create throttled"))
 		atomic_fetch_add(&throttle_logs, 1);
 	if (level <= SBX_LOG_WARN)
@@ -114,6 +120,11 @@ static void srv_start(const char *extra)
 	snprintf(base, sizeof(base), "http://127.0.0.1:%d", port);
 	snprintf(C.keyfile, sizeof(C.keyfile), "%s/server/api-key", C.srv_state);
 	/* The key travels as a file path, never as a value. */
+	char api[80];
+	snprintf(api, sizeof(api), "%s/api", base);
+	setenv("DAYTONA_API_URL", api, 1);
+	setenv("DAYTONA_API_KEY_FILE", C.keyfile, 1);
+	unsetenv("DAYTONA_API_KEY");
 	setenv("E2B_API_URL", base, 1);
 	setenv("E2B_SANDBOX_URL", base, 1);
 	setenv("E2B_API_KEY_FILE", C.keyfile, 1);
@@ -132,7 +143,7 @@ static void srv_stop(void)
 
 void conf_restart_server(const char *extra)
 {
-	cr_assert_eq(C.kind, CONF_E2B);
+	cr_assert(CONF_SERVED(C.kind));
 	sbx_runtime_free(C.rt);
 	srv_stop();
 	srv_start(extra);
@@ -145,15 +156,17 @@ void conf_setup(void)
 {
 	sbx_test_require_root();
 	const char *p = getenv("SBX_CONF_PROVIDER");
-	cr_assert(p && *p, "SBX_CONF_PROVIDER is not set (local, faulty or e2b)");
+	cr_assert(p && *p, "SBX_CONF_PROVIDER is not set (local, faulty, e2b or daytona)");
 	if (!strcmp(p, "local"))
 		C.kind = CONF_LOCAL, C.name = "local";
 	else if (!strcmp(p, "faulty"))
 		C.kind = CONF_FAULTY, C.name = "faulty";
 	else if (!strcmp(p, "e2b"))
 		C.kind = CONF_E2B, C.name = "e2b";
+	else if (!strcmp(p, "daytona"))
+		C.kind = CONF_DAYTONA, C.name = "daytona";
 	else
-		cr_assert_fail("SBX_CONF_PROVIDER=%s: expected local, faulty or e2b", p);
+		cr_assert_fail("SBX_CONF_PROVIDER=%s: expected local, faulty, e2b or daytona", p);
 	snprintf(C.images, sizeof(C.images), "%s/test-images", build_root());
 	snprintf(C.state, sizeof(C.state), "%s/test-state/conf-%s-%d", build_root(), C.name, (int)getpid());
 	snprintf(C.run, sizeof(C.run), "%s-%d-%ld", C.name, (int)getpid(), (long)time(NULL));
@@ -171,7 +184,7 @@ void conf_setup(void)
 	}
 	C.rt = conf_runtime();
 	sbx_test_busybox_image(C.rt);
-	if (C.kind == CONF_E2B) {
+	if (CONF_SERVED(C.kind)) {
 		srv_start(NULL);
 		/* the provider reads E2B_* when it starts: a runtime made after the server */
 		sbx_runtime_free(C.rt);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The provider conformance suite's harness: which provider this run tests
- * ($SBX_CONF_PROVIDER: local, faulty or e2b), a private runtime for it, and
- * for e2b an `sbx serve` of the test's own on loopback. Only the public API
+ * ($SBX_CONF_PROVIDER: local, faulty, e2b or daytona), a private runtime for it, and
+ * for e2b and daytona an `sbx serve` of the test's own on loopback. Only the public API
  * (include/sbx/) is used; the binary links the shared libsbx, which exports
  * nothing else.
  */
@@ -18,7 +18,9 @@
 #include <sbx/sbx.h>
 #include <sbx/sys/faulty.h>
 
-enum conf_kind { CONF_LOCAL, CONF_FAULTY, CONF_E2B };
+enum conf_kind { CONF_LOCAL, CONF_FAULTY, CONF_E2B, CONF_DAYTONA };
+/* A provider tested against an `sbx serve` of the test's own. */
+#define CONF_SERVED(k) ((k) == CONF_E2B || (k) == CONF_DAYTONA)
 
 struct conf {
 	enum conf_kind kind;
@@ -61,6 +63,11 @@ sbx_exec_result conf_exec(sbx_sandbox *sb, const sbx_exec_opts *o);
 size_t conf_count(const char *extra);
 /* Polls (bounded) until conf_count(extra) == want; returns the last count. */
 size_t conf_wait_count(const char *extra, size_t want, double max_s);
+
+/* A secret the log sink looks for in every message (at every level), and
+ * how many messages carried it. */
+extern const char *volatile conf_secret;
+extern _Atomic int conf_secret_leaks;
 
 /* Number of "create throttled" warnings the runtime logged so far. */
 int conf_throttle_logs(void);

@@ -4,6 +4,7 @@
  * destroy by id, GC of a leaked sandbox, TTL and keepalive, cancel during
  * create, and throttle backoff.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -226,6 +227,8 @@ static int wait_ended(sbx_sandbox *sb, double max_s)
 
 Test(conf_life, ttl_ends_the_sandbox)
 {
+	if (C.kind == CONF_DAYTONA)
+		cr_skip_test("not applicable: Daytona's auto-stop interval is whole minutes (a 2 s TTL is 1 min)");
 	/* one with a TTL in its spec, one shortened later with set_timeout */
 	sbx_sandbox_opts o = conf_opts();
 	o.ttl_s = 2;
@@ -495,4 +498,101 @@ Test(conf_life, throttles_are_retried_with_backoff)
 	unsetenv("SBX_CREATE_MAX_RETRIES");
 	conf_destroy(b.sb);
 	cr_assert_eq(conf_wait_count(NULL, 0, 10), 0);
+}
+
+/*
+ * Daytona's quota errors are 400s with a message, not 429s: a server told to
+ * answer the next creates with "Total disk limit exceeded" makes the create
+ * back off, and it succeeds when capacity returns.
+ */
+Test(conf_life, quota_errors_back_off_until_capacity_returns)
+{
+	if (C.kind != CONF_DAYTONA)
+		cr_skip_test("not applicable: Daytona's disk-quota error (the server's knob is the Daytona API's)");
+	setenv("SBX_SERVE_DAYTONA_FAIL_CREATES", "3", 1);
+	conf_restart_server(NULL);
+	unsetenv("SBX_SERVE_DAYTONA_FAIL_CREATES");
+	int before = conf_throttle_logs();
+	sbx_create_ctl ctl = SBX_CREATE_CTL_INIT;
+	sbx_sandbox_opts o = conf_opts();
+	sbx_sandbox *sb = NULL;
+	sbx_error *err = NULL;
+	int r = sbx_sandbox_create_ex(&sb, C.rt, &o, &ctl, &err);
+	cr_assert_eq(r, 0, "daytona: create after 3 quota errors: %d %s", r, ERRMSG(err));
+	cr_assert_eq(ctl.attempts, 4, "3 quota errors + 1 success = 4 calls, got %u", ctl.attempts);
+	cr_assert_eq(conf_throttle_logs() - before, 3, "each retry is logged as a throttle");
+	sbx_exec_result x = conf_sh(sb, "echo up");
+	cr_assert_str_eq(x.out, "up\n");
+	sbx_exec_result_free(&x);
+	conf_destroy(sb);
+	cr_assert_eq(conf_wait_count(NULL, 0, 10), 0);
+}
+
+/* A wrong key, given by value: refused (-EACCES) and in no error or log line. */
+Test(conf_life, a_fake_key_appears_in_no_output)
+{
+	if (C.kind != CONF_DAYTONA)
+		cr_skip_test("not applicable: the daytona provider's key handling (e2b's is in integration/secrets)");
+	static const char fake[] = "dtn_fake0123456789abcdefSECRET";
+	setenv("DAYTONA_API_KEY", fake, 1);
+	setenv("SBX_LOG", "debug", 1);
+	conf_secret = fake;
+	sbx_runtime *rt = conf_runtime();
+	sbx_sandbox_opts o = conf_opts();
+	sbx_sandbox *sb = NULL;
+	sbx_error *err = NULL;
+	int r = sbx_sandbox_create(&sb, rt, &o, &err);
+	cr_assert_eq(r, -EACCES, "daytona: a wrong key gave %d %s", r, ERRMSG(err));
+	cr_assert_null(strstr(ERRMSG(err), fake), "the key is in the error: %s", ERRMSG(err));
+	cr_assert_null(strstr(ERRMSG(err), "SECRET"));
+	sbx_error_free(err);
+	err = NULL;
+	sbx_sandbox_info *v = NULL;
+	size_t n = 0;
+	r = sbx_sandbox_list(&v, &n, rt, C.name, NULL, &err);
+	cr_assert_eq(r, -EACCES);
+	cr_assert_null(strstr(ERRMSG(err), fake));
+	sbx_error_free(err);
+	sbx_runtime_free(rt);
+	conf_secret = NULL;
+	unsetenv("DAYTONA_API_KEY");
+	unsetenv("SBX_LOG");
+	cr_assert_eq(conf_secret_leaks, 0, "the key was logged %d times", (int)conf_secret_leaks);
+}
+
+static int fd_count(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	cr_assert_not_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* Episodes (create, exec, write, read, destroy) leave no sandbox and no fd. */
+Test(conf_life, episodes_leave_nothing, .timeout = 1800)
+{
+	if (C.kind != CONF_DAYTONA)
+		cr_skip_test("not applicable: e2b's and local's soaks are in integration/");
+	const char *e = getenv("SBX_DAYTONA_EPISODES");
+	int n = e ? (int)strtol(e, NULL, 10) : 0;
+	if (n <= 0)
+		n = 40;
+	int base = 0;
+	for (int i = 0; i < n; i++) {
+		sbx_sandbox *sb = conf_create(NULL);
+		sbx_error *err = NULL;
+		cr_assert_eq(sbx_sandbox_write_file(sb, "/tmp/f", "x", 1, 0644, &err), 0, "%s", ERRMSG(err));
+		sbx_exec_result r = conf_sh(sb, "cat /tmp/f");
+		cr_assert_str_eq(r.out, "x");
+		sbx_exec_result_free(&r);
+		conf_destroy(sb);
+		if (i == 1)
+			base = fd_count(); /* after the HTTP client's pool warmed up */
+	}
+	int now = fd_count();
+	cr_assert_leq(now, base + 2, "daytona: fds %d after %d episodes, %d after the second", now, n, base);
+	cr_assert_eq(conf_wait_count(NULL, 0, 10), 0, "daytona: sandboxes left after %d episodes", n);
 }

@@ -50,5 +50,5 @@ Test(core_registry, register_checks_version_and_names)
 	sbx_error_free(err);
 	char names[128];
 	sbx_provider_names(names, sizeof(names));
-	cr_assert_str_eq(names, "local, e2b, extra");
+	cr_assert_str_eq(names, "local, e2b, daytona, extra");
 }

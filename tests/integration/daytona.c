@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daytona provider through the CLI against `sbx serve`'s Daytona API on
+ * loopback: the golden sweep of examples/tasks (`sbx golden --all --backend
+ * daytona`) and the harbor smoke. The key travels as the server's key file
+ * (DAYTONA_API_KEY_FILE), never by value.
+ *
+ * Task images: daytona has no task_image of its own yet, so the core builds
+ * each task's environment on this host's store (cached by the recipe
+ * digest) and the provider sends `FROM <alias>`, which the server resolves
+ * in its store: the client and the server share the test's task image
+ * store ($SBX_TEST_TASK_IMAGE_DIR, else BUILD/test-task-images), bootstrapped
+ * here when the base image is missing, as the e2b golden test does.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sbx/sbx.h>
+
+#include "fixtures.h"
+
+static pid_t srv_pid;
+static char srv_state[512], images[512], keyfile[600], api[128];
+
+static int run_cmd(const char *cmd)
+{
+	int st = system(cmd); /* checksrc: allow (test: the CLI end to end) */
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void srv_start(void)
+{
+	const char *b = getenv("SBX_BUILD_ROOT");
+	snprintf(srv_state, sizeof(srv_state), "%s/test-state/daytona-golden-srv-%d", b, (int)getpid());
+	char bin[512];
+	snprintf(bin, sizeof(bin), "%s/src/cli/sbx", b);
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	srv_pid = fork();
+	if (srv_pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		execl(bin, "sbx", "serve", "--listen", "127.0.0.1:0", "--print-port", "--state-dir", srv_state,
+		      "--image-dir", images, "--destroy-on-exit", "--no-access-log", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	FILE *f = fdopen(p[0], "r");
+	char line[512];
+	int port = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!port)
+			port = (int)strtol(line, NULL, 10);
+		if (strstr(line, "ready url="))
+			break;
+	}
+	fclose(f);
+	cr_assert_gt(port, 0, "sbx serve did not print its port");
+	snprintf(api, sizeof(api), "http://127.0.0.1:%d/api", port);
+	snprintf(keyfile, sizeof(keyfile), "%s/server/api-key", srv_state);
+	setenv("DAYTONA_API_URL", api, 1);
+	setenv("DAYTONA_API_KEY_FILE", keyfile, 1);
+	unsetenv("DAYTONA_API_KEY");
+	setenv("SBX_IMAGE_DIR", images, 1); /* the client builds where the server looks */
+}
+
+static void golden_setup(void)
+{
+	sbx_test_require_root();
+	const char *b = getenv("SBX_BUILD_ROOT"), *src = getenv("SBX_SOURCE_ROOT");
+	const char *t = getenv("SBX_TEST_TASK_IMAGE_DIR");
+	snprintf(images, sizeof(images), "%s", t && *t ? t : "");
+	if (!*images)
+		snprintf(images, sizeof(images), "%s/test-task-images", b);
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd '%s'; . examples/tasks/base-image.env; export SBX_IMAGE_DIR='%s'; "
+		 "export SBX_STATE_DIR='%s/test-state/daytona-golden-bootstrap'; "
+		 "if ! '%s/src/cli/sbx' image inspect \"$SBX_TASKS_IMAGE\" >/dev/null 2>&1; then "
+		 "echo 'daytona golden: bootstrapping the task base image (one time)' >&2; "
+		 "'%s/src/cli/sbx' image bootstrap \"$SBX_TASKS_IMAGE\" --suite \"$SBX_TASKS_SUITE\" "
+		 "--include \"$SBX_TASKS_PACKAGES\" >&2; fi",
+		 src, images, b, b, b);
+	cr_assert_eq(run_cmd(cmd), 0, "the task base image could not be bootstrapped");
+	srv_start();
+}
+
+static void golden_teardown(void)
+{
+	if (srv_pid > 0) {
+		kill(srv_pid, SIGTERM);
+		waitpid(srv_pid, NULL, 0);
+	}
+	srv_pid = 0;
+}
+
+TestSuite(daytona_golden, .init = golden_setup, .fini = golden_teardown, .timeout = 3600);
+
+Test(daytona_golden, every_bundled_task_and_the_harbor_smoke)
+{
+	const char *b = getenv("SBX_BUILD_ROOT"), *src = getenv("SBX_SOURCE_ROOT");
+	char state[512], cmd[4096];
+	snprintf(state, sizeof(state), "%s/test-state/daytona-golden-client-%d", b, (int)getpid());
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && SBX_STATE_DIR='%s' '%s/src/cli/sbx' golden examples/tasks --all --backend daytona >&2",
+		 src, state, b);
+	cr_assert_eq(run_cmd(cmd), 0, "sbx golden examples/tasks --all --backend daytona failed (output above)");
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && SBX_STATE_DIR='%s' '%s/src/cli/sbx' smoke --connector harbor --backend daytona "
+		 "--tasks-dir examples/tasks >&2", src, state, b);
+	cr_assert_eq(run_cmd(cmd), 0, "sbx smoke --backend daytona failed (output above)");
+	/* nothing left behind on the server */
+	sbx_runtime_opts o = SBX_RUNTIME_OPTS_INIT;
+	o.state_dir = state;
+	o.default_provider = "daytona";
+	sbx_runtime *c = NULL;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_runtime_new(&c, &o, &err), 0, "runtime: %s", err ? err->msg : "?");
+	sbx_sandbox_info *v = NULL;
+	size_t n = 0;
+	cr_assert_eq(sbx_sandbox_list(&v, &n, c, "daytona", NULL, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(n, 0, "%zu sandboxes left on the server", n);
+	sbx_sandbox_info_free(v, n);
+	sbx_runtime_free(c);
+}
