@@ -1,5 +1,6 @@
 # Thin wrapper: the real build is Meson + Ninja.
 #   make demo   install missing packages, build, run the main job on `local`
+#   make base   build the image `sbx serve` serves as E2B's template "base" (make demo does too)
 #   make check  install missing packages, build (plain + ASan/UBSan), run every offline test
 #   make install  install the library, headers, CLI and the Python package (meson install;
 #               PREFIX via `meson configure build -Dprefix=...`, DESTDIR honoured)
@@ -9,7 +10,7 @@ ASAN  ?= build-asan
 MESON ?= meson
 FUZZ_MINUTES ?= 5
 
-.PHONY: all deps build install demo check test test-asan checksrc bench clean fuzz
+.PHONY: all deps build install demo base check test test-asan checksrc bench clean fuzz
 
 all: build
 
@@ -30,6 +31,9 @@ install: build
 
 demo: build
 	bash scripts/demo.sh $(BUILD)
+
+base: build
+	bash scripts/base-template.sh $(BUILD)
 
 test: build
 	bash scripts/run-tests.sh $(BUILD)

@@ -6,6 +6,9 @@
 #  3. bakes the template image of every task in examples/tasks (cached after
 #     the first run: a second run rebuilds 0 layers);
 #  4. runs every task's golden (oracle) episode: each must get reward 1.
+# After step 1 it builds the image `base` (E2B's base image,
+# scripts/base-template.sh; skipped when present), so that `sbx serve` with no
+# flags answers the E2B SDK's Sandbox.create().
 set -euo pipefail
 build=${1:-build}
 sbx="$build/src/cli/sbx"
@@ -30,6 +33,9 @@ if ! "$sbx" image inspect "$image" >/dev/null 2>&1; then
   "$sbx" image bootstrap "$image" --suite "$SBX_TASKS_SUITE" --include "$SBX_TASKS_PACKAGES"
 fi
 
+echo "demo: the E2B template 'base' for sbx serve (make base; skipped when present)"
+bash scripts/base-template.sh "$build"
+
 echo "demo: sbx run $image (create -> exec -> destroy)"
 "$sbx" run --time "$image" -- sh -c '
   echo "  hello from $(hostname): Debian $(cat /etc/debian_version), $(nproc) cpus visible"
@@ -47,3 +53,4 @@ echo "demo: sbx bake $tasks --all (template images; cached after the first run)"
 echo "demo: sbx golden $tasks --all (oracle solution, then the verifier; every task must pass)"
 "$sbx" golden "$tasks" --all
 echo "demo: left over: $("$sbx" ls --json | grep -c '"id"' || true) sandboxes"
+echo "demo: now 'sudo $sbx serve' and the E2B SDK's Sandbox.create() work (docs/server.md)"

@@ -268,7 +268,7 @@ static void create(struct srv_req *r, int v2)
 	s->end_at = s->started_at + (double)timeout;
 	s->allow_internet = internet;
 	s->auto_pause = json_is_true(apause);
-	s->user = img->config.user && *img->config.user ? xstrdup(img->config.user) : NULL;
+	s->user = img->config.user && *img->config.user ? xstrdup(img->config.user) : sbx__srv_default_user(s);
 	s->workdir = img->config.workdir && *img->config.workdir ? xstrdup(img->config.workdir) : NULL;
 	sbx__srv_state_save(srv, s);
 	s->refs++;

@@ -221,7 +221,12 @@ static int sink_open(struct upload *u, const char *path)
 	/* Created with its parents, and truncated, by the library, which never
 	 * blocks on what the sandbox put there; then the bytes go to that inode. */
 	if ((rc = sbx__srv_op_begin(u->s, &e)) == 0) {
+		int own = u->user && strcmp(u->user, "root") != 0;
+		char **made = own ? sbx__srv_missing_parents(u->s, path) : NULL;
 		rc = sbx_sandbox_write_file(u->s->sb, path, "", 0, 0644, &e);
+		for (size_t i = 0; rc == 0 && made && made[i]; i++)
+			sbx_sandbox_chown(u->s->sb, made[i], u->user, NULL);
+		sbx__strv_free(made);
 		sbx__srv_op_end(u->s);
 	}
 	k->fd = -1;

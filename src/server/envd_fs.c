@@ -63,6 +63,43 @@ char *sbx__srv_user_home(struct srv_sandbox *s, const char *user)
 	return home ? home : xasprintf("/home/%s", name);
 }
 
+/* E2B runs commands and resolves relative paths as `user` (/home/user) when
+ * the image has that account, as its base image does; root otherwise. */
+char *sbx__srv_default_user(struct srv_sandbox *s)
+{
+	char *data = NULL;
+	size_t len = 0;
+	int r = sbx__srv_read_small(&data, &len, s, "/etc/passwd", SBX_PASSWD_MAX, NULL);
+	if (r == -ENOSYS && (r = sb_enter(s, NULL)) == 0) { /* no path fds: a remote provider */
+		r = sbx_sandbox_read_file((void **)&data, &len, s->sb, "/etc/passwd", SBX_PASSWD_MAX, NULL);
+		sb_leave(s);
+	}
+	struct sbx_pwent e;
+	int found = r == 0 && sbx__pw_by_name(&e, data, len, 0, "user") == 0;
+	if (found)
+		sbx__pw_clear(&e);
+	free(data);
+	return found ? xstrdup("user") : NULL;
+}
+
+/* E2B's envd makes the directories a write or MakeDir creates the caller's,
+ * else a default `user` could not write next to its own upload. */
+char **sbx__srv_missing_parents(struct srv_sandbox *s, const char *path)
+{
+	char **v = xcalloc(1, sizeof(char *));
+	_cleanup_free_ char *d = xstrdup(path);
+	for (char *slash = strrchr(d, '/'); slash && slash != d; slash = strrchr(d, '/')) {
+		*slash = '\0';
+		sbx_file_info fi = { 0 };
+		int rc = sbx_sandbox_stat(&fi, s->sb, d, NULL);
+		sbx_file_info_clear(&fi);
+		if (rc != -ENOENT)
+			break;
+		sbx__strv_push(&v, d);
+	}
+	return v;
+}
+
 char *sbx__srv_resolve_path(struct srv_sandbox *s, const char *user, const char *path)
 {
 	if (path[0] == '/')
@@ -125,9 +162,14 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method, 
 		sbx__srv_reply_json(r, 200, json_pack("{s:o}", "entries", arr));
 	} else if (strcmp(method, "MakeDir") == 0) {
 		if ((rc = sb_enter(s, &e)) == 0) {
+			int own = user && strcmp(user, "root") != 0;
+			char **made = own ? sbx__srv_missing_parents(s, path) : NULL;
 			rc = sbx_sandbox_mkdir(s->sb, path, 0755, &e);
 			if (rc == 0 && user)
 				sbx_sandbox_chown(s->sb, path, user, NULL);
+			for (size_t i = 0; rc == 0 && made && made[i]; i++)
+				sbx_sandbox_chown(s->sb, made[i], user, NULL);
+			sbx__strv_free(made);
 			sb_leave(s);
 		}
 		if (rc < 0)

@@ -373,7 +373,7 @@ static void start(struct srv_req *r, struct srv_sandbox *s)
 	o.argv = (const char *const *)argv;
 	o.env = (const char *const *)env;
 	o.cwd = cwd;
-	o.user = user;
+	o.user = eff_user; /* the call's, else the image's or E2B's default `user` */
 	o.timeout_s = tmo;
 	int keep_stdin = !stdinj || json_is_true(stdinj) || json_object_get(req, "pty");
 	int rc = sbx__srv_op_begin(s, &e);

@@ -396,6 +396,10 @@ void sbx__srv_envd_files_begin(struct srv_req *r, struct srv_sandbox *s);
 void sbx__srv_procs_release(struct srv_sandbox *s);
 /* The user and cwd for a call: user from Basic auth (or default), home dir. */
 char *sbx__srv_user_home(struct srv_sandbox *s, const char *user);
+/* "user" (owned) when the sandbox's /etc/passwd has it, else NULL (root). */
+char *sbx__srv_default_user(struct srv_sandbox *s);
+/* The ancestors of path that do not exist yet, deepest first (owned vector). */
+char **sbx__srv_missing_parents(struct srv_sandbox *s, const char *path);
 /* Resolves a path against the user's home; owned. */
 char *sbx__srv_resolve_path(struct srv_sandbox *s, const char *user, const char *path);
 /* envd's EntryInfo of f (entry_info.c): symlinks resolved to absolute

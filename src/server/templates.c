@@ -43,13 +43,26 @@ struct srv_build {
 int sbx__srv_template_resolve(struct server *srv, const char *template_id, char **image_out, sbx_error **err)
 {
 	const char *name = template_id;
-	if (strcmp(name, "base") == 0 && srv->cfg.default_template)
+	/* An empty --default-template or $SBX_SERVE_DEFAULT_TEMPLATE: none. */
+	int dflt = srv->cfg.default_template && *srv->cfg.default_template;
+	if (strcmp(name, "base") == 0 && dflt)
 		name = srv->cfg.default_template;
 	sbx_image *img = NULL;
 	if (sbx_image_get(&img, srv->rt, name, NULL) == 0) {
 		sbx_image_free(img);
 		*image_out = xstrdup(name);
 		return 0;
+	}
+	if (strcmp(template_id, "base") == 0) {
+		/* The SDK's default template: say how to build it into this store. */
+		const char *dir = srv->cfg.image_dir;
+		_cleanup_free_ char *env = dir ? xasprintf("SBX_IMAGE_DIR=%s ", dir) : xstrdup("");
+		if (dflt)
+			return sbx_error_set(err, -ENOENT, "template 'base' not found: the store has no image '%s' "
+					     "(sbx serve --default-template); see 'sbx image ls'", name);
+		return sbx_error_set(err, -ENOENT, "template 'base' not found: the image store has no image 'base' "
+				     "(E2B's base image); build it with '%smake base' in the sbx source tree, or "
+				     "serve another image as 'base' with 'sbx serve --default-template IMAGE'", env);
 	}
 	return sbx_error_set(err, -ENOENT, "template '%s' not found (no image of that name in the store; "
 					   "see 'sbx image ls' and 'sbx serve --default-template')", template_id);

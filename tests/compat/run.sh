@@ -5,7 +5,9 @@
 # BUILD_DIR/compat-cache), builds the image "bash" into a private image store,
 # starts BUILD_DIR/src/cli/sbx serve on a free loopback port with a private
 # state dir, runs tests/compat/suite.mjs once per version, stops the server,
-# checks that no sandbox is left, and closes with
+# checks that no sandbox is left, then runs tests/compat/base.mjs (issue 17's
+# out-of-the-box acceptance) against a second server started with no template
+# flags on a store holding the image `base`, and closes with
 #   compat: 3 versions, N passed, N failed, N skipped
 # Without node/npm or root: skip (exit 77), or fail when SBX_MUST_WORK=1.
 # SBX_COMPAT_VERSIONS="2.51.0 ..." narrows the versions.
@@ -62,28 +64,45 @@ trap cleanup EXIT
 # The image behind the default template: host bash + its libraries + busybox.
 bash "$here/mkimage.sh" "$sbx" bash || { echo "compat: building the image 'bash' failed"; exit 1; }
 
-# Start the server on a free loopback port and wait for its ready line.
-log=$work/server.log
-"$sbx" serve --listen 127.0.0.1:0 --state-dir "$state" --default-template bash \
-  >"$log" 2>&1 &
-server_pid=$!
-url= keyfile=
-for _ in $(seq 1 300); do
-  if line=$(grep -m1 'ready url=' "$log" 2>/dev/null); then
-    url=$(sed -n 's/.*ready url=\([^ ]*\).*/\1/p' <<<"$line")
-    keyfile=$(sed -n 's/.*key_file=\([^ ]*\).*/\1/p' <<<"$line")
-    break
+# Starts sbx serve (ARGS after the common ones) on a free loopback port and
+# waits for its ready line: sets server_pid, url and keyfile.
+start_server() {
+  "$sbx" serve --listen 127.0.0.1:0 --state-dir "$state" "$@" >"$log" 2>&1 &
+  server_pid=$!
+  url= keyfile=
+  for _ in $(seq 1 300); do
+    if line=$(grep -m1 'ready url=' "$log" 2>/dev/null); then
+      url=$(sed -n 's/.*ready url=\([^ ]*\).*/\1/p' <<<"$line")
+      keyfile=$(sed -n 's/.*key_file=\([^ ]*\).*/\1/p' <<<"$line")
+      break
+    fi
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ -n "$url" ] || return 1
+  [ -n "$keyfile" ] || keyfile=$state/server/api-key
+}
+# Stops the server: 0 when it exited within 30 s of SIGTERM.
+stop_server() {
+  kill -TERM "$server_pid"
+  for _ in $(seq 1 300); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+  local rc=0
+  if kill -0 "$server_pid" 2>/dev/null; then
+    echo "compat: sbx serve did not exit within 30 s of SIGTERM"
+    rc=1
   fi
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if [ -z "$url" ]; then
+  wait "$server_pid" 2>/dev/null
+  server_pid=
+  return $rc
+}
+
+log=$work/server.log
+if ! start_server --default-template bash; then
   echo "compat: sbx serve did not start; its log:"
   sed 's/^/  | /' "$log"
   echo "compat: ${#versions[@]} versions, 0 passed, 1 failed, 0 skipped"
   exit 1
 fi
-[ -n "$keyfile" ] || keyfile=$state/server/api-key
 echo "compat: sbx serve at $url (pid $server_pid)"
 
 export E2B_API_URL=$url E2B_SANDBOX_URL=$url
@@ -114,18 +133,52 @@ for v in "${versions[@]}"; do
 done
 
 # Stop the server; nothing may remain in its state dir.
-kill -TERM "$server_pid"
-for _ in $(seq 1 300); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$server_pid" 2>/dev/null; then
-  echo "compat: sbx serve did not exit within 30 s of SIGTERM"
-  total_fail=$((total_fail + 1))
-fi
-wait "$server_pid" 2>/dev/null
-server_pid=
+stop_server || total_fail=$((total_fail + 1))
 left=$("$sbx" ls --json 2>/dev/null)
 if [ "$(tr -d ' \n' <<<"$left")" != "[]" ]; then
   echo "compat: sandboxes left after the server stopped: $left"
   total_fail=$((total_fail + 1))
+fi
+
+# Out of the box (issue 17): `sbx serve` with no template flags on a store
+# holding `base`, and the SDK's defaults alone. `base` is built by
+# scripts/base-template.sh into the task image store the other tests share
+# (FROM the task base image: about 40 s once per store, cached after; the
+# task image's bootstrap first when that store lacks it), so both build trees'
+# runs reuse it. SBX_COMPAT_BASE=0 skips this part.
+if [ "${SBX_COMPAT_BASE:-1}" != 0 ]; then
+  base_store=${SBX_TEST_TASK_IMAGE_DIR:-$build/test-task-images}
+  mkdir -p "$base_store"
+  log_main=$log log=$work/server-base.log
+  if ! SBX_IMAGE_DIR=$base_store bash "$here/../../scripts/base-template.sh" --update "$build" >"$work/base-build.log" 2>&1; then
+    echo "compat: building the image 'base' failed:"
+    tail -n 30 "$work/base-build.log" | sed 's/^/  | /'
+    total_fail=$((total_fail + 1))
+  elif ! start_server --image-dir "$base_store"; then
+    echo "compat: sbx serve (no template flags) did not start:"
+    sed 's/^/  | /' "$log"
+    total_fail=$((total_fail + 1))
+  else
+    export E2B_API_URL=$url E2B_SANDBOX_URL=$url
+    E2B_API_KEY=$(head -n1 "$keyfile")
+    for v in "${versions[@]}"; do
+      node "$here/base.mjs" "$cache/e2b-$v" >"$work/base-$v.log" 2>&1
+      cat "$work/base-$v.log"
+      r=$(sed -nE 's/^base e2b@[^:]*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/p' \
+          "$work/base-$v.log" | tail -n1)
+      read -r p f s <<<"${r:-0 1 0}"
+      total_pass=$((total_pass + p)) total_fail=$((total_fail + f)) total_skip=$((total_skip + s))
+      summary+=("base e2b@$v: $p passed, $f failed, $s skipped")
+    done
+    stop_server || total_fail=$((total_fail + 1))
+    left=$("$sbx" ls --json 2>/dev/null)
+    if [ "$(tr -d ' \n' <<<"$left")" != "[]" ]; then
+      echo "compat: sandboxes left after the base server stopped: $left"
+      total_fail=$((total_fail + 1))
+    fi
+  fi
+  cat "$log" >>"$log_main"
+  log=$log_main
 fi
 if grep -q -E 'AddressSanitizer|runtime error:|LeakSanitizer' "$log"; then
   echo "compat: sanitizer report in the server log"

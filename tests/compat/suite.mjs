@@ -391,8 +391,8 @@ async function main() {
     eq(f.size, 5, 'size');
     eq(f.mode, 0o640, 'mode (permission bits)');
     eq(f.permissions, '-rw-r-----', 'permissions');
-    eq(f.owner, 'root', 'owner');
-    eq(f.group, 'root', 'group');
+    eq(f.owner, 'user', 'owner (E2B runs commands as the image\'s `user`)');
+    eq(f.group, 'user', 'group');
     ok(f.modifiedTime instanceof Date, 'modifiedTime is a Date', f.modifiedTime);
     eq(f.modifiedTime.toISOString(), '2020-01-02T03:04:05.000Z', 'modifiedTime');
     eq(f.symlinkTarget, undefined, 'no symlinkTarget for a file');

@@ -577,7 +577,15 @@ Test(server, process_stream)
 	x = parse_run(&r);
 	free(r.body);
 	cr_assert_str_eq(x.out, "1:/tmp:1000\n");
+	/* E2B's default user: the image has `user`, so no user means `user`;
+	 * an explicit one wins */
 	x = run_cmd(&a, "pwd; id -un", NULL);
+	cr_assert_str_eq(x.out, "/home/user\nuser\n");
+	r = envd(&a, "/process.Process/Start",
+		 "{\"process\":{\"cmd\":\"/bin/sh\",\"args\":[\"-c\",\"pwd; id -un\"]},\"stdin\":false}", 1,
+		 "Authorization: Basic cm9vdDo=", 0);
+	x = parse_run(&r);
+	free(r.body);
 	cr_assert_str_eq(x.out, "/root\nroot\n");
 	/* a malformed request is an error end-stream */
 	r = envd(&a, "/process.Process/Start", "{\"process\":{}}", 1, NULL, 0);
@@ -821,6 +829,24 @@ static size_t count_sandboxes(const char *state)
 	sbx_sandbox_info_free(v, n);
 	sbx_runtime_free(r2);
 	return n;
+}
+
+/* `sbx serve` without --default-template serves the image `base`; a store
+ * without it gets a 404 that says what to run. */
+Test(server, missing_base_template_says_what_to_run)
+{
+	struct srv main_srv = S;
+	struct srv c = { 0 };
+	srv_start(&c, NULL, "--default-template=");
+	S = c;
+	struct resp r = api("POST", "/sandboxes", "{\"templateID\":\"base\"}");
+	cr_assert_eq(r.status, 404, "%ld %s", r.status, r.body);
+	cr_assert(strstr(r.body, "template 'base' not found"), "%s", r.body);
+	cr_assert(strstr(r.body, "SBX_IMAGE_DIR=") && strstr(r.body, "make base"), "%s", r.body);
+	cr_assert(strstr(r.body, "sbx serve --default-template IMAGE"), "%s", r.body);
+	free(r.body);
+	srv_stop(&c, SIGTERM);
+	S = main_srv;
 }
 
 Test(server, crash_recovery_and_destroy_on_exit)

@@ -81,7 +81,9 @@ void sbx__e2b_stream_init(struct e2b_stream *s, const struct e2b_sb *sb, const s
 {
 	memset(s, 0, sizeof(*s));
 	sbx__e2b_conn_copy(&s->conn, &sb->conn);
-	const char *user = o->user ? o->user : sb->user;
+	/* sbx's default is root (or the spec's user); envd's own default is the
+	 * template's `user` when it has one (E2B's base image, sbx serve). */
+	const char *user = o->user ? o->user : sb->user ? sb->user : "root";
 	s->user = user ? xstrdup(user) : NULL;
 	json_t *req = json_pack("{s:o, s:b}", "process", process_config(sb, o), "stdin", want_stdin);
 	_cleanup_free_ char *js = json_dumps(req, JSON_COMPACT);
