@@ -287,6 +287,10 @@ out:
 	json_decref(b);
 }
 
+/* How long connect/resume waits for a pause or resume in flight: 30 s in
+ * 10 ms steps (a cgroup freeze takes milliseconds). */
+#define TRANSITION_WAIT_STEPS 3000
+
 /* Pause or resume: flags change under srv->lock, the freeze or thaw runs
  * with an op reference and no lock; a second one meanwhile gets 409. */
 static int set_paused(struct srv_sandbox *s, int pause, sbx_error **e)
@@ -389,6 +393,14 @@ static void sandbox_op_in(struct srv_req *r, struct srv_sandbox *s, const char *
 		}
 		secs = capped(srv, secs);
 		pthread_mutex_lock(&srv->lock);
+		/* A pause in flight (the timer's auto-pause, or a client's) ends
+		 * within a freeze: E2B's connect waits for it rather than failing,
+		 * and an SDK that saw state 'paused' connects at once. */
+		for (int i = 0; s->transition && i < TRANSITION_WAIT_STEPS; i++) {
+			pthread_mutex_unlock(&srv->lock);
+			nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+			pthread_mutex_lock(&srv->lock);
+		}
 		int busy = s->transition, was_paused = s->paused;
 		int go = !busy && !(resume_only && !was_paused);
 		if (go && (now + (double)secs > s->end_at || resume_only))
