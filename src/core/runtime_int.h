@@ -63,7 +63,7 @@ void sbx__keepalive_add(sbx_runtime *rt, sbx_sandbox *sb, unsigned ttl_s);
 void sbx__keepalive_remove(sbx_runtime *rt, sbx_sandbox *sb);
 void sbx__keepalive_stop(sbx_runtime *rt);
 
-/* create.c: the labels every create gets (the caller's, sbx.task, sbx.launcher,
+/* create.c: the labels given to every create (the caller's, sbx.task, sbx.launcher,
  * sbx.run_id); owned. */
 char **sbx__create_labels(const sbx_sandbox_opts *o, const char *task);
 /* create.c: gives a create slot back. */
