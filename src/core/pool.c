@@ -273,7 +273,7 @@ sbx_sandbox *sbx__pool_take(sbx_runtime *rt, const sbx_provider_ops *ops, const 
 	pthread_mutex_unlock(&ps->m);
 	if (!e.impl)
 		return NULL;
-	if (ttl != pool_ttl) {
+	if (ttl != pool_ttl || ttl) { /* also restarts a TTL that ran while idle */
 		sbx_error *err = NULL;
 		int r = ops->set_timeout ? ops->set_timeout(e.impl, ttl, &err) : -ENOSYS;
 		if (r < 0) {
