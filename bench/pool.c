@@ -118,6 +118,8 @@ int main(int argc, char **argv)
 	cold.image = warm.image = image;
 	cold.labels = cold_l;
 	warm.labels = warm_l;
+	/* With a TTL, as episodes create: the hand-out then sets the taker's. */
+	cold.ttl_s = warm.ttl_s = 600;
 	add_pool(rt, &warm, (unsigned)size);
 	timed_create(rt, &cold); /* warm-up: image and caches */
 	bench_samples sc = { 0 }, sw = { 0 };

@@ -48,7 +48,9 @@ int sbx_pool_add(sbx_runtime *rt, const sbx_pool_opts *opts, sbx_error **err);
 
 /**
  * Waits until every pool of RT is full.
- * @return 0, -ETIMEDOUT after timeout_s (0 = wait forever).
+ * @return 0, -ETIMEDOUT after timeout_s (0 = no deadline), or the error of a
+ *         pool whose last three refills failed (its message names the spec's
+ *         image and the provider's reason).
  */
 int sbx_pool_wait(sbx_runtime *rt, double timeout_s, sbx_error **err);
 

@@ -44,6 +44,8 @@ struct pool {
 	struct entry *ready;      /* FIFO, ready[0] the oldest */
 	unsigned n_ready;
 	unsigned failures;        /* consecutive, for the retry backoff */
+	int last_code;            /* of the last failed refill */
+	char *last_err;
 	double retry_at;
 };
 
@@ -104,6 +106,7 @@ static void pool_free(struct pool *p)
 	for (unsigned i = 0; i < p->n_ready; i++)
 		entry_destroy(p->ops, &p->ready[i]);
 	free(p->ready);
+	free(p->last_err);
 	free(p->key);
 	free(p->provider);
 	free(p->image);
@@ -160,6 +163,9 @@ static void *refill_thread(void *arg)
 			p->retry_at = sbx__now_mono() + delay;
 			SBX_LOGW("pool: create of %s failed (retrying in %.1fs): %s", p->image, delay,
 				 err ? err->msg : "?");
+			free(p->last_err);
+			p->last_err = xstrdup(err && err->msg ? err->msg : "failed");
+			p->last_code = r;
 			sbx_error_free(err);
 		} else {
 			/* Even after stop: sbx__pool_stop destroys what is listed. */
@@ -302,6 +308,12 @@ int sbx_pool_wait(sbx_runtime *rt, double timeout_s, sbx_error **err)
 			;
 		if (!p)
 			break;
+		/* A spec that keeps failing would never fill: say why instead. */
+		if (p->failures >= 3) {
+			r = sbx_error_set(err, p->last_code, "pool of %s: %u of %u ready; refills fail: %s",
+					  p->image, p->n_ready, p->size, p->last_err);
+			break;
+		}
 		if (until && sbx__now_mono() >= until) {
 			r = sbx_error_set(err, -ETIMEDOUT, "pool of %s: %u of %u ready after %.1fs", p->image,
 					  p->n_ready, p->size, timeout_s);

@@ -245,3 +245,21 @@ Test(pool, many_cycles_leak_nothing)
 	int fds1 = sbx_test_count_fds() - sbx_test_count_ns_fds() - count_mnt_fds();
 	cr_assert_eq(fds1, fds0, "fds (namespace pool aside) before %d after %d", fds0, fds1);
 }
+
+/* A pool whose creates fail makes sbx_pool_wait say why, not wait on. */
+Test(pool, failing_spec_is_reported)
+{
+	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
+	o.image = "no-such-image-for-pool";
+	sbx_pool_opts po = SBX_POOL_OPTS_INIT;
+	po.spec = &o;
+	po.size = 1;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_pool_add(rt, &po, &err), 0, "%s", err ? err->msg : "?");
+	int r = sbx_pool_wait(rt, 0, &err);
+	cr_assert_lt(r, 0);
+	cr_assert_neq(r, -ETIMEDOUT);
+	cr_assert_not_null(strstr(err->msg, "no-such-image-for-pool"), "%s", err->msg);
+	sbx_error_free(err);
+	cr_assert_eq(sbx_pool_ready(rt), 0);
+}
