@@ -407,7 +407,7 @@ int sbx_sandbox_create_ex(sbx_sandbox **out, sbx_runtime *rt, const sbx_sandbox_
 	}
 	if (ctl)
 		ctl->attempts = 0;
-	sbx_sandbox *pooled = rt->pools ? sbx__pool_take(rt, ops, opts, labels, ttl) : NULL;
+	sbx_sandbox *pooled = rt->pools ? sbx__pool_take(rt, ops, opts, labels, ttl, ctl && ctl->keepalive && ttl && ops->set_timeout) : NULL;
 	if (pooled) {
 		if (ctl && ctl->keepalive && ttl && ops->set_timeout)
 			sbx__keepalive_add(rt, pooled, ttl);

@@ -29,6 +29,7 @@
 struct entry {
 	void *impl;
 	char *id;
+	double born;              /* monotonic: when its TTL clock started */
 };
 
 struct pool {
@@ -154,6 +155,7 @@ static void *refill_thread(void *arg)
 		pthread_mutex_unlock(&ps->m);
 		struct entry e = { 0 };
 		sbx_error *err = NULL;
+		e.born = sbx__now_mono();
 		int r = p->ops->create(&e.impl, &e.id, p->ctx, &p->o, &err);
 		sbx__sem_release(p->sem);
 		pthread_mutex_lock(&ps->m);
@@ -257,8 +259,19 @@ int sbx_pool_add(sbx_runtime *rt, const sbx_pool_opts *opts, sbx_error **err)
 	return 0;
 }
 
+/* Whether the idle sandbox's own deadline already serves a taker whose TTL
+ * keepalive renews: it is no later than the taker asked for, and far enough
+ * off that the first renewal comes first. Saves a set_timeout round trip. */
+static int deadline_serves(unsigned pool_ttl, double born, unsigned ttl, int keepalive)
+{
+	if (!keepalive || !pool_ttl || !ttl)
+		return 0;
+	double left = (double)pool_ttl - (sbx__now_mono() - born);
+	return left <= (double)ttl && left >= 2.0 * sbx__keepalive_interval(ttl) + 1.0;
+}
+
 sbx_sandbox *sbx__pool_take(sbx_runtime *rt, const sbx_provider_ops *ops, const sbx_sandbox_opts *opts,
-			    char *const *labels, unsigned ttl)
+			    char *const *labels, unsigned ttl, int keepalive)
 {
 	struct sbx_pools *ps = pools_get(rt);
 	if (!ps || opts->detach || opts->upper_dir)
@@ -279,7 +292,8 @@ sbx_sandbox *sbx__pool_take(sbx_runtime *rt, const sbx_provider_ops *ops, const 
 	pthread_mutex_unlock(&ps->m);
 	if (!e.impl)
 		return NULL;
-	if (ttl != pool_ttl || ttl) { /* also restarts a TTL that ran while idle */
+	/* Also restarts a TTL whose clock ran while the sandbox waited idle. */
+	if ((ttl != pool_ttl || ttl) && !deadline_serves(pool_ttl, e.born, ttl, keepalive)) {
 		sbx_error *err = NULL;
 		int r = ops->set_timeout ? ops->set_timeout(e.impl, ttl, &err) : -ENOSYS;
 		if (r < 0) {

@@ -263,3 +263,30 @@ Test(pool, failing_spec_is_reported)
 	sbx_error_free(err);
 	cr_assert_eq(sbx_pool_ready(rt), 0);
 }
+
+/* A taker with keepalive and the pool's TTL keeps the pooled deadline until
+ * the first renewal; the sandbox still has one and works. */
+Test(pool, keepalive_taker_has_a_deadline)
+{
+	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
+	o.image = "busybox";
+	o.ttl_s = 600;
+	add_pool(rt, &o, 1);
+	sbx_create_ctl ctl = SBX_CREATE_CTL_INIT;
+	ctl.keepalive = 1;
+	sbx_sandbox *sb = NULL;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_sandbox_create_ex(&sb, rt, &o, &ctl, &err), 0, "%s", err ? err->msg : "?");
+	cr_assert_eq(ctl.attempts, 0, "served from the pool: no provider create");
+	sbx_sandbox_info *all = NULL;
+	size_t n = 0;
+	sbx_sandbox_info *i = info_of(rt, sbx_sandbox_id(sb), &all, &n);
+	cr_assert_not_null(i);
+	cr_assert(has_label_key(i->labels, "sbx.pool"));
+	cr_assert_gt(i->expires_at, 0);
+	sbx_sandbox_info_free(all, n);
+	int code = -1;
+	free(sbx_test_sh(sb, "true", &code));
+	cr_assert_eq(code, 0);
+	destroy(sb);
+}
