@@ -7,6 +7,7 @@
 #include <sbx/runtime.h>
 #include <sbx/spec.h>
 #include <sbx/sandbox.h>
+#include <sbx/pool.h>
 #include <sbx/process.h>
 #include <sbx/backend.h>
 #include <sbx/image.h>

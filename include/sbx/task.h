@@ -172,6 +172,11 @@ typedef struct sbx_episode_opts {
 	int force_build;            /**< build environment/ even if docker_image is present */
 	const char *const *agent_args; /**< "key=value" settings for the agent (the policy
 	                                 agent's model, api_base, ...), NULL-terminated, or NULL */
+	unsigned pool;              /**< > 0: keep this many sandboxes of each task's spec
+	                                 warm (sbx_pool_add, registered at the task's first
+	                                 create), so its later episodes (eval --samples) start
+	                                 from the pool; the idle ones last until the runtime
+	                                 is freed */
 } sbx_episode_opts;
 
 #define SBX_EPISODE_OPTS_INIT { .version = SBX_EPISODE_OPTS_VERSION }

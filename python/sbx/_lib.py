@@ -44,6 +44,11 @@ class SandboxOpts(Structure):
                 ("scratch", c_int)]
 
 
+class PoolOpts(Structure):
+    _fields_ = [("version", c_uint), ("spec", POINTER(SandboxOpts)), ("size", c_uint),
+                ("task", c_char_p)]
+
+
 class CreateCtl(Structure):
     _fields_ = [("version", c_uint), ("cancel", c_void_p), ("timeout_s", c_double),
                 ("task", c_char_p), ("keepalive", c_int), ("attempts", c_uint)]
@@ -138,6 +143,9 @@ _PROTOS = {
     "sbx_cancel_free": (None, [_P]),
     "sbx_sandbox_create_ex": (c_int, [POINTER(_P), _P, POINTER(SandboxOpts),
                                       POINTER(CreateCtl), ErrPP]),
+    "sbx_pool_add": (c_int, [_P, POINTER(PoolOpts), ErrPP]),
+    "sbx_pool_wait": (c_int, [_P, c_double, ErrPP]),
+    "sbx_pool_ready": (c_uint, [_P]),
     "sbx_sandbox_open": (c_int, [POINTER(_P), _P, c_char_p, c_char_p, ErrPP]),
     "sbx_sandbox_fork": (c_int, [POINTER(_P), c_size_t, _P, _P, ErrPP]),
     "sbx_sandbox_id": (c_char_p, [_P]),

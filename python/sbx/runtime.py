@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional
 
 from . import _lib
-from .errors import Closed, ErrorSlot, call
+from .errors import Closed, ErrorSlot, InvalidArgument, call
 
 
 @dataclass(frozen=True)
@@ -171,6 +171,31 @@ class Runtime:
         with self.using() as p:
             call("sbx_image_import", f"import image {name}", None, p, name.encode(),
                  str(src).encode())
+
+    def pool(self, image: str, size: int, *, wait: Optional[float] = None,
+             **spec: object) -> None:
+        """Keeps ``size`` sandboxes of this spec (the keywords of ``Sandbox``:
+        cpus, memory, storage, network, env, ttl, labels, backend, workdir,
+        user) created ahead; a ``Sandbox(image, runtime=this, **spec)`` of the
+        same spec then starts from one in well under a millisecond. Labels
+        are part of the match; the TTL is the taker's. Refilled in the
+        background; idle ones are destroyed by ``close()``. With ``wait``,
+        blocks up to that many seconds until the pool is full (Timeout)."""
+        from .sandbox import _spec_opts  # sandbox imports this module
+        if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 1024:
+            raise InvalidArgument("size: expected a number of sandboxes from 1 to 1024")
+        opts, keep = _spec_opts(image, **spec)  # type: ignore[arg-type]
+        po = _lib.PoolOpts(version=1, spec=ctypes.pointer(opts), size=size, task=None)
+        with self.using() as p:
+            call("sbx_pool_add", f"pool {image}", p, ctypes.byref(po))
+            if wait is not None:
+                call("sbx_pool_wait", f"pool {image}", p, float(wait))
+        del keep
+
+    def pool_ready(self) -> int:
+        """Sandboxes ready in this runtime's pools now."""
+        with self.using() as p:
+            return int(_lib.lib().sbx_pool_ready(p))
 
     def close(self) -> None:
         """Destroys the open sandboxes created through it (attached ones are

@@ -7,7 +7,7 @@ import os
 import threading
 import warnings
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _args, _lib
 from .errors import Closed, ErrorSlot, InvalidArgument, call
@@ -99,6 +99,43 @@ class _Handle:
         return self._closed
 
 
+def _spec_opts(image: str, *, cpus: Optional[float] = None,
+               memory: Union[None, int, str] = "512M", storage: Union[None, int, str] = None,
+               network: str = "none", env: Optional[Dict[str, str]] = None,
+               ttl: Optional[float] = None, labels: Optional[Dict[str, str]] = None,
+               backend: Optional[str] = None, workdir: Optional[str] = None,
+               user: Optional[str] = None) -> Tuple["_lib.SandboxOpts", List[object]]:
+    """The sandbox spec struct (and the arrays it points into, to keep alive)."""
+    opts = _lib.SandboxOpts(version=1)
+    keep = []  # arrays the opts point into, alive for the call
+    opts.image = _args.text(image, "image")
+    opts.provider = _lib.cstr(resolve_backend(backend)) if backend else None
+    if cpus is not None:
+        if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not cpus > 0:
+            raise InvalidArgument("cpus: expected a number of cores > 0")
+        opts.cpus = float(cpus)
+    opts.memory_mb = _args.size_mb(memory, "memory")
+    opts.storage_mb = _args.size_mb(storage, "storage")
+    net = ctypes.c_int()
+    if not isinstance(network, str) or \
+            _lib.lib().sbx_network_parse(ctypes.byref(net), network.encode()) < 0:
+        raise InvalidArgument(f"network: expected 'none', 'internet' or 'host', "
+                              f"got {network!r}")
+    opts.network = net.value
+    for field, vals in (("env", _args.env_list(env)), ("labels", _labels_list(labels))):
+        arr = _lib.str_array(vals)
+        if arr is not None:
+            keep.append(arr)
+            setattr(opts, field, arr.ptr)
+    ttl_s = _args.seconds(ttl, "ttl")
+    if ttl_s >= 2 ** 32:
+        raise InvalidArgument("ttl: too large")
+    opts.ttl_s = int(ttl_s + 0.999) if ttl_s else 0
+    opts.workdir = _args.text(workdir, "workdir")
+    opts.user = _args.text(user, "user")
+    return opts, keep
+
+
 class Sandbox:
     """One sandbox, created by the constructor and destroyed by
     :meth:`destroy` (or leaving a ``with`` block, or garbage collection).
@@ -135,33 +172,9 @@ class Sandbox:
                  user: Optional[str] = None, create_timeout: Optional[float] = None,
                  runtime: Optional[Runtime] = None, _cancel: Optional[int] = None):
         self._handle: Optional[_Handle] = None
-        opts = _lib.SandboxOpts(version=1)
-        keep = []  # arrays the opts point into, alive for the call
-        opts.image = _args.text(image, "image")
-        opts.provider = _lib.cstr(resolve_backend(backend)) if backend else None
-        if cpus is not None:
-            if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not cpus > 0:
-                raise InvalidArgument("cpus: expected a number of cores > 0")
-            opts.cpus = float(cpus)
-        opts.memory_mb = _args.size_mb(memory, "memory")
-        opts.storage_mb = _args.size_mb(storage, "storage")
-        net = ctypes.c_int()
-        if not isinstance(network, str) or \
-                _lib.lib().sbx_network_parse(ctypes.byref(net), network.encode()) < 0:
-            raise InvalidArgument(f"network: expected 'none', 'internet' or 'host', "
-                                  f"got {network!r}")
-        opts.network = net.value
-        for field, vals in (("env", _args.env_list(env)), ("labels", _labels_list(labels))):
-            arr = _lib.str_array(vals)
-            if arr is not None:
-                keep.append(arr)
-                setattr(opts, field, arr.ptr)
-        ttl_s = _args.seconds(ttl, "ttl")
-        if ttl_s >= 2 ** 32:
-            raise InvalidArgument("ttl: too large")
-        opts.ttl_s = int(ttl_s + 0.999) if ttl_s else 0
-        opts.workdir = _args.text(workdir, "workdir")
-        opts.user = _args.text(user, "user")
+        opts, keep = _spec_opts(image, cpus=cpus, memory=memory, storage=storage,
+                                network=network, env=env, ttl=ttl, labels=labels,
+                                backend=backend, workdir=workdir, user=user)
         ctl = _lib.CreateCtl(version=1, cancel=_cancel,
                              timeout_s=_args.seconds(create_timeout, "create_timeout"))
         out = ctypes.c_void_p()

@@ -54,6 +54,8 @@ static const char eval_usage[] =
 	"                       the key is never printed, logged or written\n"
 	"  --concurrency N      episodes at a time (default 4)\n"
 	"  --samples K          episodes per task (default 1)\n"
+	"  --pool N             keep N sandboxes of each task warm from its first episode\n"
+	"                       on: its other samples start from the pool (default off)\n"
 	"  --temperature T      sampling temperature, 0..2 (default: the agent's, 0.8)\n"
 	"  --max-turns N        turns per episode (default: the agent's, 30)\n"
 	"  --agent-arg K=V      any other policy agent setting (repeatable; see\n"
@@ -78,7 +80,7 @@ struct eopts {
 	const char *temperature, *max_turns;
 	char **agent_args; /* owned strv of the --agent-arg values */
 	bool all, json;
-	long concurrency, samples;
+	long concurrency, samples, pool;
 	double max_s;
 };
 
@@ -200,6 +202,7 @@ static int parse(int argc, char **argv, struct eopts *o)
 		{ "agent-arg", required_argument, NULL, 'A' }, { "agent", required_argument, NULL, 'G' },
 		{ "backend", required_argument, NULL, 'b' }, { "replay", required_argument, NULL, 'R' },
 		{ "max-episode-s", required_argument, NULL, 'm' }, { "json", no_argument, NULL, 'j' },
+		{ "pool", required_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	o->concurrency = 4;
@@ -229,6 +232,10 @@ static int parse(int argc, char **argv, struct eopts *o)
 			break;
 		case 's':
 			if ((r = parse_count(&o->samples, optarg, "--samples", 1000)))
+				return r;
+			break;
+		case 'P':
+			if ((r = parse_count(&o->pool, optarg, "--pool", 64)))
 				return r;
 			break;
 		case 'n':
@@ -436,6 +443,7 @@ static int run_eval(struct eopts *o, const char *dir)
 	sbx_episode_result *res = xcalloc(ne + 1, sizeof(*res));
 	sbx_batch_opts bo = SBX_BATCH_OPTS_INIT;
 	bo.concurrency = (unsigned)o->concurrency;
+	bo.episode.pool = (unsigned)o->pool;
 	bo.episode.provider = o->backend;
 	bo.episode.agent = o->agent;
 	bo.episode.agent_args = (const char *const *)args;

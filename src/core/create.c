@@ -147,7 +147,7 @@ static int is_throttle(const sbx_provider_desc *d, const sbx_error *e)
 
 /* ---- labels -------------------------------------------------------------- */
 
-static char **with_labels(const sbx_sandbox_opts *o, const char *task)
+char **sbx__create_labels(const sbx_sandbox_opts *o, const char *task)
 {
 	char **v = sbx__strv_dup(o->labels);
 	if (task && *task) {
@@ -257,7 +257,7 @@ struct attempt {
 	sbx_error *err;
 };
 
-static void sem_release(struct sbx_sem *s)
+void sbx__sem_release(struct sbx_sem *s)
 {
 	pthread_mutex_lock(&s->m);
 	s->used--;
@@ -287,7 +287,7 @@ static void run_attempt(struct attempt *a)
 	char *id = NULL;
 	sbx_error *e = NULL;
 	int r = a->ops->create(&impl, &id, a->ctx, &a->spec.o, &e);
-	sem_release(a->sem);
+	sbx__sem_release(a->sem);
 	pthread_mutex_lock(&a->m);
 	a->r = r;
 	a->impl = impl;
@@ -342,6 +342,7 @@ static int sem_acquire(struct sbx_sem *s, const sbx_create_ctl *ctl, double dead
 {
 	pthread_mutex_lock(&s->m);
 	int r = 0;
+	s->waiting++;
 	while (s->used >= s->limit) {
 		if ((r = stop_reason(ctl, deadline)) != 0)
 			break;
@@ -349,6 +350,7 @@ static int sem_acquire(struct sbx_sem *s, const sbx_create_ctl *ctl, double dead
 		sbx__timespec_in(&ts, 0.01);
 		pthread_cond_timedwait(&s->c, &s->m, &ts);
 	}
+	s->waiting--;
 	if (!r)
 		s->used++;
 	pthread_mutex_unlock(&s->m);
@@ -398,13 +400,25 @@ int sbx_sandbox_create_ex(sbx_sandbox **out, sbx_runtime *rt, const sbx_sandbox_
 	double base = env_double("SBX_BACKOFF_BASE_S", 2.0), cap = env_double("SBX_BACKOFF_CAP_S", 30.0);
 	double deadline = ctl && ctl->timeout_s > 0 ? sbx__now_mono() + ctl->timeout_s : 0;
 	int threaded = ctl && (ctl->cancel || ctl->timeout_s > 0);
-	char **labels = with_labels(opts, ctl ? ctl->task : NULL);
+	char **labels = sbx__create_labels(opts, ctl ? ctl->task : NULL);
 	unsigned ttl = opts->ttl_s;
 	if (ctl && ctl->keepalive && !ttl) {
 		ttl = sbx__sandbox_ttl_s();
 	}
 	if (ctl)
 		ctl->attempts = 0;
+	/* A create already cancelled or past its deadline takes nothing. */
+	int renew = ctl && ctl->keepalive && ttl && ops->set_timeout;
+	sbx_sandbox *pooled = rt->pools && !stop_reason(ctl, deadline)
+				      ? sbx__pool_take(rt, ops, opts, labels, ttl, renew)
+				      : NULL;
+	if (pooled) {
+		if (renew)
+			sbx__keepalive_add(rt, pooled, ttl);
+		sbx__strv_free(labels);
+		*out = pooled;
+		return 0;
+	}
 	for (unsigned attempt = 1;; attempt++) {
 		int why = sem_acquire(sem, ctl, deadline);
 		if (why) {

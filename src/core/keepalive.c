@@ -41,7 +41,7 @@ struct sbx_keepalive {
 	sbx_sandbox *busy;  /* the sandbox being renewed right now */
 };
 
-static double interval(unsigned ttl)
+double sbx__keepalive_interval(unsigned ttl)
 {
 	double env = 0;
 	const char *v = sbx__env("SBX_KEEPALIVE_INTERVAL_S");
@@ -81,7 +81,7 @@ static void *run(void *arg)
 			;
 		if (*pp) {
 			due->failures = r < 0 ? due->failures + 1 : 0;
-			due->next = sbx__now_mono() + interval(due->ttl_s);
+			due->next = sbx__now_mono() + sbx__keepalive_interval(due->ttl_s);
 			if (due->failures >= MAX_FAILURES) {
 				SBX_LOGW("keepalive: giving up on sandbox %s after %d failed renewals (last: %s); "
 					 "its TTL of %us will reclaim it",
@@ -124,7 +124,7 @@ void sbx__keepalive_add(sbx_runtime *rt, sbx_sandbox *sb, unsigned ttl_s)
 	struct entry *e = xcalloc(1, sizeof(*e));
 	e->sb = sb;
 	e->ttl_s = ttl_s;
-	e->next = sbx__now_mono() + interval(ttl_s);
+	e->next = sbx__now_mono() + sbx__keepalive_interval(ttl_s);
 	pthread_mutex_lock(&k->m);
 	e->next_e = k->list;
 	k->list = e;

@@ -93,6 +93,7 @@ void sbx_runtime_free(sbx_runtime *rt)
 {
 	if (!rt)
 		return;
+	sbx__pool_stop(rt);
 	wait_workers(rt);
 	sbx__keepalive_stop(rt);
 	for (size_t i = 0; i < SBX_MAX_PROVIDERS; i++) {

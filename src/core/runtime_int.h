@@ -14,9 +14,11 @@ struct sbx_sem {
 	pthread_cond_t c;
 	unsigned limit;
 	unsigned used;
+	unsigned waiting;  /* foreground creates blocked on a slot: pool refills yield */
 };
 
 struct sbx_keepalive;
+struct sbx_pools;
 
 struct sbx_runtime {
 	char *state_dir;
@@ -30,6 +32,7 @@ struct sbx_runtime {
 	pthread_mutex_t workers_lock;  /* guards workers */
 	pthread_cond_t workers_idle;   /* signalled when workers drops to 0 */
 	unsigned workers;              /* create attempts on threads of their own (create.c) */
+	struct sbx_pools *pools;       /* warm pools (pool.c); NULL until sbx_pool_add */
 };
 
 /* -ENOSYS "PROVIDER: OP is not supported", for an optional op left NULL. */
@@ -60,6 +63,24 @@ void sbx__sandbox_set_keepalive(sbx_sandbox *sb, int on);
 void sbx__keepalive_add(sbx_runtime *rt, sbx_sandbox *sb, unsigned ttl_s);
 void sbx__keepalive_remove(sbx_runtime *rt, sbx_sandbox *sb);
 void sbx__keepalive_stop(sbx_runtime *rt);
+/* Seconds between renewals of a TTL (TTL/6 or SBX_KEEPALIVE_INTERVAL_S). */
+double sbx__keepalive_interval(unsigned ttl);
+
+/* create.c: the labels given to every create (the caller's, sbx.task, sbx.launcher,
+ * sbx.run_id); owned. */
+char **sbx__create_labels(const sbx_sandbox_opts *o, const char *task);
+/* create.c: gives a create slot back. */
+void sbx__sem_release(struct sbx_sem *s);
+
+/* pool.c: a ready sandbox matching OPTS + LABELS (ttl set to TTL), or NULL.
+ * KEEPALIVE: the caller renews the TTL from now on (sbx__keepalive_add). */
+sbx_sandbox *sbx__pool_take(sbx_runtime *rt, const sbx_provider_ops *ops, const sbx_sandbox_opts *opts,
+			    char *const *labels, unsigned ttl, int keepalive);
+/* pool_key.c: the pool key of a spec: every field but ttl_s, with LABELS (the
+ * create pipeline's, order ignored) for o->labels; owned. */
+char *sbx__pool_key(const char *provider, const sbx_sandbox_opts *o, char *const *labels);
+/* pool.c: stops refills and destroys the idle sandboxes (runtime free). */
+void sbx__pool_stop(sbx_runtime *rt);
 
 /* Finds a provider and its per-runtime context, initialising it once. */
 int sbx__runtime_provider(const sbx_provider_ops **ops_out, void **ctx_out, sbx_runtime *rt,

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sbx/pool.h>
 #include <sbx/sandbox.h>
 
 #include "tasks/episode_int.h"
@@ -24,6 +25,7 @@
 #include "util/cleanup.h"
 #include "util/config.h"
 #include "util/fs.h"
+#include "util/log.h"
 #include "util/str.h"
 
 #define TAIL_MAX 4096
@@ -147,6 +149,17 @@ static int stage_create(sbx_episode *e)
 	ctl.task = e->t->name;
 	ctl.timeout_s = sbx_episode_remaining(e) > 0 ? sbx_episode_remaining(e) : 0.001;
 	ctl.keepalive = 1;
+	if (r == 0 && e->o.pool) {
+		/* Warms the next episodes of this task; this one creates as usual. */
+		sbx_pool_opts po = SBX_POOL_OPTS_INIT;
+		po.spec = &so;
+		po.size = e->o.pool;
+		po.task = e->t->name;
+		sbx_error *pe = NULL;
+		if (sbx_pool_add(e->rt, &po, &pe) < 0)
+			SBX_LOGW("episode %s: no warm pool: %s", e->t->name, pe ? pe->msg : "?");
+		sbx_error_free(pe);
+	}
 	if (r == 0)
 		r = sbx_sandbox_create_ex(&e->sb, e->rt, &so, &ctl, &err);
 	/* Safe also on -ETIMEDOUT with the create still running: it works on its

@@ -247,3 +247,28 @@ Test(eval, replay_says_same_diff_skip_and_err)
 	eval_tmp_free(&in);
 	eval_tmp_free(&again);
 }
+
+/* --pool: the samples of a task after its first start from a warm pool; the
+ * run's result is the same and no pooled sandbox outlives the CLI. */
+Test(eval, pool_keeps_results_and_leaves_nothing)
+{
+	char *out;
+	int rc = cli(&out, "eval tests/fixtures/tasks --tasks pass --agent oracle --samples 4 "
+		     "--concurrency 1 --pool 2 --json");
+	cr_assert_eq(rc, 0, "%s", out);
+	json_error_t je;
+	json_t *j = json_loads(out, 0, &je);
+	cr_assert_not_null(j, "not one JSON object (%s):\n%s", je.text, out);
+	cr_assert_eq(json_integer_value(json_object_get(j, "passed")), 4, "%s", out);
+	cr_assert_eq(json_integer_value(json_object_get(j, "errored")), 0, "%s", out);
+	json_decref(j);
+	free(out);
+	sbx_sandbox_info *v = NULL;
+	size_t n = 0;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_sandbox_list(&v, &n, rt, NULL, NULL, &err), 0);
+	for (size_t i = 0; i < n; i++)
+		for (size_t l = 0; v[i].labels && v[i].labels[l]; l++)
+			cr_assert(strncmp(v[i].labels[l], "sbx.pool=", 9), "pooled sandbox %s left", v[i].id);
+	sbx_sandbox_info_free(v, n);
+}
