@@ -2,9 +2,8 @@
 /*
  * Trees to and from a Daytona sandbox: a tar (modes kept) travels as one
  * file through bulk-upload / bulk-download and is unpacked on the other
- * side. The tar writer and the confined unpacker are the e2b provider's
- * (one implementation of path checks); they belong in util/ once a third
- * provider needs them.
+ * side. The tar writer, the confined unpacker and the placement are
+ * util/tree_tar.c's, shared with e2b (one implementation of path checks).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,20 +16,10 @@
 #include "../../util/cleanup.h"
 #include "../../util/fs.h"
 #include "../../util/str.h"
-#include "../e2b/e2b_int.h"
+#include "../../util/tree_tar.h"
 #include "daytona_int.h"
 
 #define TREE_MAX (512u << 20)
-
-static char *base_name(const char *p)
-{
-	_cleanup_free_ char *c = xstrdup(p);
-	size_t n = strlen(c);
-	while (n > 1 && c[n - 1] == '/')
-		c[--n] = '\0';
-	const char *s = strrchr(c, '/');
-	return xstrdup(s && s[1] ? s + 1 : c);
-}
 
 static int root_sh(struct dtn_sb *sb, const char *cmd, const char *what, sbx_error **err)
 {
@@ -53,10 +42,10 @@ int sbx__dtn_upload(struct dtn_sb *sb, const char *src, const char *dst, sbx_err
 	struct stat st;
 	if (lstat(src, &st) < 0)
 		return sbx_error_setsys(err, -errno, errno, "daytona: upload: %s", src);
-	_cleanup_free_ char *name = base_name(src);
+	_cleanup_free_ char *name = sbx__tree_name(src);
 	_cleanup_close_ int fd = -1;
 	off_t len = 0;
-	int r = sbx__e2b_tar_path(&fd, &len, src, name, 0, err);
+	int r = sbx__tree_tar(&fd, &len, src, name, 0, err);
 	if (r < 0)
 		return r;
 	if ((uint64_t)len > TREE_MAX)
@@ -73,21 +62,15 @@ int sbx__dtn_upload(struct dtn_sb *sb, const char *src, const char *dst, sbx_err
 		munmap(map, (size_t)len);
 	if (r < 0)
 		return r;
-	_cleanup_free_ char *qd = sbx__dtn_shq(dst), *qn = sbx__dtn_shq(name);
-	_cleanup_free_ char *cmd = xasprintf(
-		"t=%s; d=%s; n=%s; "
-		"if [ -d \"$d\" ] && [ ! -L \"$d\" ]; then tar -xpf \"$t\" -C \"$d\"; s=$?; "
-		"else p=$(dirname \"$d\"); mkdir -p \"$p\" && x=$(mktemp -d \"$p/.sbx-up-XXXXXX\") && "
-		"tar -xpf \"$t\" -C \"$x\" && { [ ! -d \"$d\" ] || [ -L \"$d\" ] || rm -rf \"$d\"; } && "
-		"mv -f \"$x/$n\" \"$d\"; s=$?; rm -rf \"$x\"; fi; rm -f \"$t\"; exit $s",
-		tmp, qd, qn);
+	_cleanup_free_ char *qt = sbx__dtn_shq(tmp), *qd = sbx__dtn_shq(dst), *qn = sbx__dtn_shq(name);
+	_cleanup_free_ char *cmd = sbx__tree_unpack_sh(qt, qd, qn);
 	r = root_sh(sb, cmd, "unpack an upload", err);
 	return r < 0 ? sbx_error_prefix(err, r, "upload %s to %s", src, dst) : 0;
 }
 
 int sbx__dtn_download(struct dtn_sb *sb, const char *src, const char *dst, sbx_error **err)
 {
-	_cleanup_free_ char *name = base_name(src);
+	_cleanup_free_ char *name = sbx__tree_name(src);
 	char hex[17];
 	sbx__random_hex(hex, 16);
 	_cleanup_free_ char *tmp = xasprintf("/tmp/.sbx-download-%s.tar", hex);
@@ -110,35 +93,5 @@ int sbx__dtn_download(struct dtn_sb *sb, const char *src, const char *dst, sbx_e
 		return sbx_error_setsys(err, -EIO, errno, "daytona: download %s: buffer the tar", src);
 	}
 	free(data);
-	_cleanup_free_ char *dcopy = xstrdup(dst);
-	size_t dn = strlen(dcopy);
-	while (dn > 1 && dcopy[dn - 1] == '/')
-		dcopy[--dn] = '\0';
-	struct stat st;
-	int into = stat(dcopy, &st) == 0 && S_ISDIR(st.st_mode);
-	_cleanup_free_ char *parent = into ? xstrdup(dcopy) : NULL;
-	if (!parent) {
-		char *slash = strrchr(dcopy, '/');
-		parent = slash == dcopy ? xstrdup("/") : slash ? xstrndup(dcopy, (size_t)(slash - dcopy)) : xstrdup(".");
-		r = sbx__mkdir_p(parent, 0755, err);
-		if (r < 0)
-			return r;
-	}
-	_cleanup_free_ char *stage = xasprintf("%s/.sbx-dl-%s", parent, hex);
-	if (mkdir(stage, 0700) < 0)
-		return sbx_error_setsys(err, -errno, errno, "daytona: download to %s", dst);
-	r = sbx__e2b_untar(fd, stage, err);
-	_cleanup_free_ char *from = xasprintf("%s/%s", stage, name);
-	_cleanup_free_ char *to = into ? xasprintf("%s/%s", dcopy, name) : xstrdup(dcopy);
-	if (r == 0 && rename(from, to) < 0) {
-		if (errno == ENOTEMPTY || errno == EEXIST || errno == EISDIR) {
-			sbx__rm_rf(to, NULL);
-			if (rename(from, to) < 0)
-				r = sbx_error_setsys(err, -errno, errno, "daytona: download to %s", to);
-		} else {
-			r = sbx_error_setsys(err, -errno, errno, "daytona: download to %s", to);
-		}
-	}
-	sbx__rm_rf(stage, NULL);
-	return r;
+	return sbx__tree_place(fd, name, dst, "daytona: ", err);
 }

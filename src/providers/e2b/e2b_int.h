@@ -289,13 +289,6 @@ int sbx__e2b_read(void **data_out, size_t *len_out, struct e2b_sb *sb, const cha
 		  sbx_error **err);
 int sbx__e2b_upload(struct e2b_sb *sb, const char *src, const char *dst, sbx_error **err);
 int sbx__e2b_download(struct e2b_sb *sb, const char *src, const char *dst, sbx_error **err);
-/* Writes a tar (gzip optional) of host path SRC, top entry NAME, to a
- * temporary fd (owned; read it from offset 0). */
-int sbx__e2b_tar_path(int *fd_out, off_t *len_out, const char *src, const char *name, int gzip,
-		      sbx_error **err);
-/* Unpacks the tar in FD (from offset 0) under host directory DIR, refusing
- * absolute paths, "..", and writes through symlinks. */
-int sbx__e2b_untar(int fd, const char *dir, sbx_error **err);
 /* Multipart body around one file part named `file`; prefix/suffix owned. */
 void sbx__e2b_multipart(char **prefix, size_t *plen, char **suffix, size_t *slen, char *ctype,
 			size_t ctype_len, const char *filename);

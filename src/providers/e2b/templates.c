@@ -27,6 +27,7 @@
 #include "../../util/http.h"
 #include "../../util/sha256.h"
 #include "../../util/str.h"
+#include "../../util/tree_tar.h"
 #include "e2b_int.h"
 #include "e2b_template.h"
 #include "../../util/lazy.h"
@@ -295,7 +296,7 @@ static int upload_files(struct e2b_ctx *c, const struct copy_src *cs, json_t *re
 	sbx__strv_push(&lines, "Expect:");
 	int fd = -1;
 	off_t len = 0;
-	int r = sbx__e2b_tar_path(&fd, &len, cs->host, cs->rel, 1, err);
+	int r = sbx__tree_tar(&fd, &len, cs->host, cs->rel, 1, err);
 	if (r == 0) {
 		sbx_buf resp;
 		sbx__buf_init(&resp, 65536);

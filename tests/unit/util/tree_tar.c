@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The e2b provider's host-side tar code: sbx__e2b_tar_path (uploads) and
- * sbx__e2b_untar (downloads) round-trip a tree, and every libarchive or I/O
+ * The providers' host-side tar code (util/tree_tar.c): sbx__tree_tar (uploads) and
+ * sbx__tree_untar (downloads) round-trip a tree, and every libarchive or I/O
  * failure comes back as an error naming the path: a sink that is full
  * (RLIMIT_FSIZE makes writes fail with EFBIG, no privileges needed), a source
  * that cannot be read, a tar cut short.
@@ -17,10 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "providers/e2b/e2b_int.h"
 #include "util/fs.h"
+#include "util/tree_tar.h"
 
-static char root[] = "/tmp/sbx-e2b-files-XXXXXX";
+static char root[] = "/tmp/sbx-tree-tar-XXXXXX";
 
 static void setup(void)
 {
@@ -33,7 +33,7 @@ static void teardown(void)
 	sbx__rm_rf(root, NULL);
 }
 
-TestSuite(e2b_files, .init = setup, .fini = teardown);
+TestSuite(tree_tar, .init = setup, .fini = teardown);
 
 static void put(const char *path, size_t size)
 {
@@ -64,7 +64,7 @@ static void limit_file_size(rlim_t max)
 	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
 }
 
-Test(e2b_files, tar_round_trip)
+Test(tree_tar, tar_round_trip)
 {
 	cr_assert_eq(mkdir(at("src"), 0755), 0);
 	cr_assert_eq(mkdir(at("src/d"), 0700), 0);
@@ -73,10 +73,10 @@ Test(e2b_files, tar_round_trip)
 	int fd = -1;
 	off_t len = 0;
 	sbx_error *e = NULL;
-	cr_assert_eq(sbx__e2b_tar_path(&fd, &len, at("src"), "top", 0, &e), 0, "%s", e ? e->msg : "");
+	cr_assert_eq(sbx__tree_tar(&fd, &len, at("src"), "top", 0, &e), 0, "%s", e ? e->msg : "");
 	cr_assert_gt(len, 100000);
 	cr_assert_eq(mkdir(at("out"), 0755), 0);
-	cr_assert_eq(sbx__e2b_untar(fd, at("out"), &e), 0, "%s", e ? e->msg : "");
+	cr_assert_eq(sbx__tree_untar(fd, at("out"), &e), 0, "%s", e ? e->msg : "");
 	close(fd);
 	struct stat st;
 	cr_assert_eq(stat(at("out/top/d/f"), &st), 0);
@@ -88,67 +88,67 @@ Test(e2b_files, tar_round_trip)
 	cr_assert_str_eq(t, "d/f");
 }
 
-Test(e2b_files, tar_to_a_full_sink_names_the_file)
+Test(tree_tar, tar_to_a_full_sink_names_the_file)
 {
 	put(at("big"), 1 << 20);
 	limit_file_size(64 << 10);
 	int fd = -1;
 	off_t len = 0;
 	sbx_error *e = NULL;
-	int r = sbx__e2b_tar_path(&fd, &len, at("big"), "big", 0, &e);
+	int r = sbx__tree_tar(&fd, &len, at("big"), "big", 0, &e);
 	cr_assert_eq(r, -EFBIG, "got %d: %s", r, e ? e->msg : "(no error)");
 	cr_assert_not_null(e);
 	cr_assert_not_null(strstr(e->msg, at("big")), "%s", e->msg);
 	sbx_error_free(e);
 }
 
-Test(e2b_files, unreadable_source_names_the_file)
+Test(tree_tar, unreadable_source_names_the_file)
 {
 	/* a "regular file" of size 0 whose read fails (EIO at address 0) */
 	int fd = -1;
 	off_t len = 0;
 	sbx_error *e = NULL;
-	int r = sbx__e2b_tar_path(&fd, &len, "/proc/self/mem", "mem", 0, &e);
+	int r = sbx__tree_tar(&fd, &len, "/proc/self/mem", "mem", 0, &e);
 	cr_assert_lt(r, 0, "an unreadable file is not an empty one");
 	cr_assert_not_null(e);
 	cr_assert_not_null(strstr(e->msg, "/proc/self/mem"), "%s", e->msg);
 	sbx_error_free(e);
 	e = NULL;
 	/* st_size 0 but content: the header would lie */
-	r = sbx__e2b_tar_path(&fd, &len, "/proc/self/status", "status", 0, &e);
+	r = sbx__tree_tar(&fd, &len, "/proc/self/status", "status", 0, &e);
 	cr_assert_eq(r, -EIO);
 	cr_assert_not_null(strstr(e->msg, "changed size"), "%s", e->msg);
 	sbx_error_free(e);
 }
 
-Test(e2b_files, untar_into_a_full_disk_names_the_file)
+Test(tree_tar, untar_into_a_full_disk_names_the_file)
 {
 	cr_assert_eq(mkdir(at("src"), 0755), 0);
 	put(at("src/f"), 1 << 20);
 	int fd = -1;
 	off_t len = 0;
 	sbx_error *e = NULL;
-	cr_assert_eq(sbx__e2b_tar_path(&fd, &len, at("src"), "src", 0, &e), 0);
+	cr_assert_eq(sbx__tree_tar(&fd, &len, at("src"), "src", 0, &e), 0);
 	cr_assert_eq(mkdir(at("out"), 0755), 0);
 	limit_file_size(64 << 10);
-	int r = sbx__e2b_untar(fd, at("out"), &e);
+	int r = sbx__tree_untar(fd, at("out"), &e);
 	close(fd);
 	cr_assert_eq(r, -EFBIG, "a short file is not a download: got %d", r);
 	cr_assert_not_null(strstr(e->msg, at("out/src/f")), "%s", e->msg);
 	sbx_error_free(e);
 }
 
-Test(e2b_files, untar_of_a_cut_tar_fails)
+Test(tree_tar, untar_of_a_cut_tar_fails)
 {
 	cr_assert_eq(mkdir(at("src"), 0755), 0);
 	put(at("src/f"), 1 << 20);
 	int fd = -1;
 	off_t len = 0;
 	sbx_error *e = NULL;
-	cr_assert_eq(sbx__e2b_tar_path(&fd, &len, at("src"), "src", 0, &e), 0);
+	cr_assert_eq(sbx__tree_tar(&fd, &len, at("src"), "src", 0, &e), 0);
 	cr_assert_eq(ftruncate(fd, len / 2), 0);
 	cr_assert_eq(mkdir(at("out"), 0755), 0);
-	int r = sbx__e2b_untar(fd, at("out"), &e);
+	int r = sbx__tree_untar(fd, at("out"), &e);
 	close(fd);
 	cr_assert_lt(r, 0);
 	cr_assert_not_null(e);
