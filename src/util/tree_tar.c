@@ -197,8 +197,11 @@ int sbx__tree_untar(int fd, const char *dir, sbx_error **err)
 		r = arc_error(err, a, "download: tar into", dir);
 		goto out;
 	}
+	/* Without ARCHIVE_EXTRACT_PERM the modes get our umask and lose their
+	 * set-id and sticky bits: a sandbox's setuid-root file must not come out
+	 * as one (docs/security.md, "sbx cp"). */
 	if (archive_write_disk_set_options(w, ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
-						  ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME) != ARCHIVE_OK) {
+						  ARCHIVE_EXTRACT_TIME) != ARCHIVE_OK) {
 		r = arc_error(err, w, "download: tar into", dir);
 		goto out;
 	}
@@ -218,6 +221,11 @@ int sbx__tree_untar(int fd, const char *dir, sbx_error **err)
 			r = sbx_error_set(err, -EPERM, "download: unsafe path in the sandbox's tar");
 			goto out;
 		}
+		/* Devices, FIFOs and sockets are skipped, as the local provider's
+		 * downloads skip them: a device node made here would be the host's. */
+		unsigned type = archive_entry_filetype(e);
+		if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK && !archive_entry_hardlink(e))
+			continue;
 		/* p dies with the entry's old name: only full is used from here */
 		_cleanup_free_ char *full = xasprintf("%s/%s", dir, p);
 		archive_entry_set_pathname(e, full);

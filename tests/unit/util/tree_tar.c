@@ -19,6 +19,7 @@
 
 #include "util/fs.h"
 #include "util/tree_tar.h"
+#include "../../security/tar_writer.h"
 
 static char root[] = "/tmp/sbx-tree-tar-XXXXXX";
 
@@ -154,4 +155,33 @@ Test(tree_tar, untar_of_a_cut_tar_fails)
 	cr_assert_not_null(e);
 	cr_assert_not_null(strstr(e->msg, at("out")), "%s", e->msg);
 	sbx_error_free(e);
+}
+
+/* A sandbox's tar is hostile: what it unpacks to on the host must not be a
+ * setuid file, a device node or a FIFO (docs/security.md, "sbx cp"). */
+Test(tree_tar, untar_drops_set_id_bits_and_special_files)
+{
+	const struct tar_ent ents[] = {
+		{ .name = "top/", .type = '5', .mode = 0755 },
+		{ .name = "top/suid", .type = '0', .mode = 06755, .data = "#!/bin/sh\n" },
+		{ .name = "top/dev", .type = '3', .mode = 0666, .major = 1, .minor = 3 },
+		{ .name = "top/blk", .type = '4', .mode = 0660, .major = 7, .minor = 0 },
+		{ .name = "top/fifo", .type = '6', .mode = 0644 },
+		{ .name = "top/ok", .type = '0', .mode = 0644, .data = "ok\n" },
+		{ 0 },
+	};
+	tar_write(at("hostile.tar"), ents);
+	int fd = open(at("hostile.tar"), O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(mkdir(at("out"), 0755), 0);
+	sbx_error *e = NULL;
+	cr_assert_eq(sbx__tree_untar(fd, at("out"), &e), 0, "%s", e ? e->msg : "");
+	close(fd);
+	struct stat st;
+	cr_assert_eq(stat(at("out/top/suid"), &st), 0);
+	cr_expect_eq(st.st_mode & 07000, 0, "set-id bits kept: %o", st.st_mode & 07777);
+	cr_expect_eq(stat(at("out/top/ok"), &st), 0);
+	cr_expect(lstat(at("out/top/dev"), &st) < 0 && errno == ENOENT, "a device node was made");
+	cr_expect(lstat(at("out/top/blk"), &st) < 0 && errno == ENOENT, "a block device was made");
+	cr_expect(lstat(at("out/top/fifo"), &st) < 0 && errno == ENOENT, "a FIFO was made");
 }
