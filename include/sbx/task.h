@@ -154,7 +154,9 @@ const char *sbx_episode_stage_name(sbx_episode_stage s);
 typedef void (*sbx_episode_stage_fn)(const char *task, sbx_episode_stage stage, int done, int ok,
 				     double seconds, const char *detail, void *payload);
 
-#define SBX_EPISODE_OPTS_VERSION 1
+/* Version 2 appended agent_args and pool; a version 1 struct (which ends at
+ * force_build) is still accepted by the calls that take a pointer to one. */
+#define SBX_EPISODE_OPTS_VERSION 2
 
 typedef struct sbx_episode_opts {
 	unsigned version;           /**< SBX_EPISODE_OPTS_VERSION */
@@ -238,7 +240,8 @@ char *sbx_episode_result_to_json(const sbx_episode_result *r);
 /** Called as each episode of a batch finishes (serialised: one call at a time). */
 typedef void (*sbx_episode_done_fn)(size_t index, const sbx_episode_result *r, void *payload);
 
-#define SBX_BATCH_OPTS_VERSION 1
+/* Version 2: its episode opts grew (version 2), which moved the fields after it. */
+#define SBX_BATCH_OPTS_VERSION 2
 
 typedef struct sbx_batch_opts {
 	unsigned version;            /**< SBX_BATCH_OPTS_VERSION */

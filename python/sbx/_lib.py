@@ -101,7 +101,8 @@ class EpisodeOpts(Structure):
     _fields_ = [("version", c_uint), ("provider", c_char_p), ("agent", c_char_p),
                 ("max_episode_s", c_double), ("agent_timeout_s", c_double),
                 ("logs_dir", c_char_p), ("labels", c_char_pp), ("on_stage", c_void_p),
-                ("payload", c_void_p), ("force_build", c_int), ("agent_args", c_char_pp)]
+                ("payload", c_void_p), ("force_build", c_int), ("agent_args", c_char_pp),
+                ("pool", c_uint)]
 
 
 class EpisodeResultT(Structure):

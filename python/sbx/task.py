@@ -196,7 +196,7 @@ class EpisodeOptions:
                  max_episode_s: Optional[float] = None, agent_timeout_s: Optional[float] = None,
                  logs_dir: Optional[PathLike] = None, labels: Optional[Dict[str, str]] = None,
                  agent_args: Optional[Dict[str, str]] = None, force_build: bool = False):
-        o = _lib.EpisodeOpts(version=1)
+        o = _lib.EpisodeOpts(version=2)
         self._keep: List[object] = []
         o.provider = _lib.cstr(resolve_backend(backend)) if backend else None
         o.agent = _args.text(agent, "agent")

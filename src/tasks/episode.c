@@ -10,6 +10,7 @@
  * (episode_int.h) so that a caller can drive the agent phase turn by turn.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -406,17 +407,32 @@ static void write_result(sbx_episode *e)
 	sbx__write_file_atomic(path, line, strlen(line), 0644, NULL);
 }
 
+int sbx__episode_opts_copy(sbx_episode_opts *o, const sbx_episode_opts *in, sbx_error **err)
+{
+	*o = (sbx_episode_opts)SBX_EPISODE_OPTS_INIT;
+	if (!in)
+		return 0;
+	if (in->version == 1) {
+		/* A caller built against version 1 passed a struct that ends at
+		 * force_build: read no further. */
+		memcpy(o, in, offsetof(sbx_episode_opts, agent_args));
+		o->version = SBX_EPISODE_OPTS_VERSION;
+		return 0;
+	}
+	if (in->version != SBX_EPISODE_OPTS_VERSION)
+		return sbx_error_set(err, -EINVAL, "episode opts: unknown version %u", in->version);
+	*o = *in;
+	return 0;
+}
+
 int sbx__episode_start(sbx_episode **out, sbx_runtime *rt, const sbx_task *task,
 		       const sbx_episode_opts *opts, sbx_error **err)
 {
 	*out = NULL;
-	sbx_episode_opts o = SBX_EPISODE_OPTS_INIT;
-	if (opts) {
-		if (opts->version != SBX_EPISODE_OPTS_VERSION)
-			return sbx_error_set(err, -EINVAL, "episode opts: unknown version %u",
-					     opts->version);
-		o = *opts;
-	}
+	sbx_episode_opts o;
+	int rc = sbx__episode_opts_copy(&o, opts, err);
+	if (rc < 0)
+		return rc;
 	if (!rt || !task)
 		return sbx_error_set(err, -EINVAL, "episode: runtime and task are required");
 	const sbx_agent_ops *agent = sbx__agent_default();
@@ -452,13 +468,10 @@ int sbx__episode_start_as(sbx_episode **out, sbx_runtime *rt, const sbx_task *ta
 			  sbx_error **err)
 {
 	*out = NULL;
-	sbx_episode_opts o = SBX_EPISODE_OPTS_INIT;
-	if (opts) {
-		if (opts->version != SBX_EPISODE_OPTS_VERSION)
-			return sbx_error_set(err, -EINVAL, "episode opts: unknown version %u",
-					     opts->version);
-		o = *opts;
-	}
+	sbx_episode_opts o;
+	int rc = sbx__episode_opts_copy(&o, opts, err);
+	if (rc < 0)
+		return rc;
 	if (!rt || !task || !agent)
 		return sbx_error_set(err, -EINVAL, "episode: runtime, task and agent are required");
 	size_t obs_cap;

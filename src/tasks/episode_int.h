@@ -53,6 +53,10 @@ struct sbx_episode {
 	int turns_done;               /* a limit cut a turn: further turns are -ETIMEDOUT */
 };
 
+/* *o = in (NULL: the defaults), read as far as in->version says: a version 1
+ * struct ends at force_build. 0 or -EINVAL (unknown version). */
+int sbx__episode_opts_copy(sbx_episode_opts *o, const sbx_episode_opts *in, sbx_error **err);
+
 /*
  * Starts an episode: checks opts (unknown agent: -EINVAL, nothing made),
  * then resolve, create and the connector's prepare; on success the agent

@@ -6,6 +6,8 @@
  * timeout, env tables, workdir, kept logs, batches and the CLI commands.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <stddef.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sbx/pool.h>
 #include <sbx/task.h>
 
 #include "common.h"
@@ -582,4 +585,30 @@ Test(episode, cli_bake_builds_then_caches)
 	cr_assert_eq(rc, 1, "%s", out);
 	cr_assert_not_null(strstr(out, "ERROR"), "%s", out);
 	free(out);
+}
+
+/* A caller built against version 1 of the opts (which ends at force_build)
+ * passes a shorter struct: whatever lies after it in its memory must not
+ * be read as agent_args or a pool size. (The Python package's ctypes
+ * struct once lacked `pool`, and each episode then kept a random number
+ * of sandboxes warm: 115 leaked sandboxes in one test.) */
+Test(episode, version_1_opts_read_no_further)
+{
+	unsigned char mem[sizeof(sbx_episode_opts)];
+	memset(mem, 0xff, sizeof(mem));
+	sbx_episode_opts v1 = SBX_EPISODE_OPTS_INIT;
+	v1.version = 1;
+	memcpy(mem, &v1, offsetof(sbx_episode_opts, agent_args));
+	sbx_episode_result r = run_opts("pass", (sbx_episode_opts *)mem);
+	expect(&r, SBX_EPISODE_SUBMITTED);
+	cr_assert_eq(sbx_pool_ready(rt), 0u, "a version 1 caller got a pool");
+	sbx_episode_result_free(&r);
+	sbx_episode_opts bad = SBX_EPISODE_OPTS_INIT;
+	bad.version = 99;
+	sbx_task *t = load("pass");
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_episode_run(&r, rt, t, &bad, &err), -EINVAL);
+	cr_assert_not_null(strstr(err->msg, "version"), "%s", err->msg);
+	sbx_error_free(err);
+	sbx_task_free(t);
 }
