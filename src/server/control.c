@@ -152,6 +152,29 @@ json_t *sbx__srv_sandbox_json(struct server *srv, struct srv_sandbox *s, int det
 	return o;
 }
 
+void sbx__srv_create_lists(char ***labels, char ***env, const struct server *srv, const char *template_id,
+			   json_t *meta, json_t *envs)
+{
+	char *l = xasprintf("sbx.server=%s", srv->server_id);
+	sbx__strv_push(labels, l);
+	free(l);
+	l = xasprintf("e2b.template=%s", template_id);
+	sbx__strv_push(labels, l);
+	free(l);
+	const char *k;
+	json_t *x;
+	json_object_foreach(meta, k, x) {
+		l = xasprintf("e2b.meta.%s=%s", k, json_string_value(x));
+		sbx__strv_push(labels, l);
+		free(l);
+	}
+	json_object_foreach(envs, k, x) {
+		l = xasprintf("%s=%s", k, json_string_value(x));
+		sbx__strv_push(env, l);
+		free(l);
+	}
+}
+
 static void create(struct srv_req *r, int v2)
 {
 	struct server *srv = r->srv;
@@ -211,24 +234,7 @@ static void create(struct srv_req *r, int v2)
 		sbx__srv_reply_sbx_error(r, 0, "template", rc, e);
 		goto out;
 	}
-	char *l = xasprintf("sbx.server=%s", srv->server_id);
-	sbx__strv_push(&labels, l);
-	free(l);
-	l = xasprintf("e2b.template=%s", template_id);
-	sbx__strv_push(&labels, l);
-	free(l);
-	const char *k;
-	json_t *x;
-	json_object_foreach(meta, k, x) {
-		l = xasprintf("e2b.meta.%s=%s", k, json_string_value(x));
-		sbx__strv_push(&labels, l);
-		free(l);
-	}
-	json_object_foreach(envs, k, x) {
-		l = xasprintf("%s=%s", k, json_string_value(x));
-		sbx__strv_push(&env, l);
-		free(l);
-	}
+	sbx__srv_create_lists(&labels, &env, srv, template_id, meta, envs);
 	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
 	o.provider = sbx_provider_host()->name;
 	o.image = image;

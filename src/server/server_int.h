@@ -443,4 +443,10 @@ char *sbx__srv_log_escape(const char *s, int json);
 /* lazy_mhd.c, lazy_sqlite.c, lazy_zlib.c: loaded when `sbx serve` starts. */
 extern sbx__lazy_lib sbx__lazy_mhd, sbx__lazy_sqlite, sbx__lazy_zlib;
 
+/* A create's labels (sbx.server, e2b.template, e2b.meta.K from META) and
+ * env ("K=V" from ENVS), appended to *labels and *env (control.c; the
+ * Daytona API's create uses it too, so both list and reap alike). */
+void sbx__srv_create_lists(char ***labels, char ***env, const struct server *srv, const char *template_id,
+			   json_t *meta, json_t *envs);
+
 #endif

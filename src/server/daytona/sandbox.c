@@ -216,24 +216,8 @@ static void create(struct srv_req *r, json_t *b)
 		sbx_error_free(e);
 		goto out;
 	}
-	char *l = xasprintf("sbx.server=%s", srv->server_id);
-	sbx__strv_push(&lv, l);
-	free(l);
-	l = xasprintf("e2b.template=%s", image);
-	sbx__strv_push(&lv, l);
-	free(l);
-	const char *k;
-	json_t *v;
-	json_object_foreach(labels, k, v) {
-		l = xasprintf("e2b.meta.%s=%s", k, json_string_value(v));
-		sbx__strv_push(&lv, l);
-		free(l);
-	}
-	json_object_foreach(env, k, v) {
-		l = xasprintf("%s=%s", k, json_string_value(v));
-		sbx__strv_push(&ev, l);
-		free(l);
-	}
+	/* the same labels as an E2B create: both APIs list and reap alike */
+	sbx__srv_create_lists(&lv, &ev, srv, image, labels, env);
 	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
 	o.provider = sbx_provider_host()->name;
 	o.image = image;
