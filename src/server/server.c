@@ -458,6 +458,7 @@ out:
 		return rc; /* threads still use srv; the process is about to exit */
 	sbx__srv_relays_free(srv);
 	sbx__srv_builds_free(srv);
+	sbx__dt_free(srv);
 	sbx__srv_state_close(srv);
 	sbx_runtime_free(srv->rt);
 	free(srv->v);

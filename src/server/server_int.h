@@ -46,6 +46,7 @@ struct srv_relays;
 
 struct srv_build;
 struct sqlite3;
+struct dt_state;
 
 /* One started process of a sandbox (envd's process table entry). */
 struct srv_proc {
@@ -137,7 +138,11 @@ struct server {
 	unsigned port;
 	int abandoned;                /* stopped with connection threads still busy */
 	struct srv_relays *relays;    /* proxied connections (relay.c) */
+	struct dt_state *daytona;     /* the Daytona API's snapshots and credentials (daytona/) */
 };
+
+/* Waits for the Daytona API's snapshot builds and frees its state (daytona/snapshot.c). */
+void sbx__dt_free(struct server *srv);
 
 /* ---- http.c -------------------------------------------------------------- */
 
