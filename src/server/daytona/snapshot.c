@@ -26,6 +26,7 @@
 #define NAME_MAX_LEN 255
 #define PAGE_LIMIT_MAX 200u
 #define SNAPSHOTS_MAX 4096u
+#define LOG_MAX (256u << 10)
 
 struct dt_snap {
 	char id[37];
@@ -37,6 +38,7 @@ struct dt_snap {
 	json_t *build_info;      /* {dockerfileContent, contextHashes} or NULL */
 	double cpu, mem, disk;
 	double created, updated;
+	sbx_buf log;             /* the build's output (the first LOG_MAX bytes), not persisted */
 	pthread_t thread;
 	int started;             /* thread to join */
 	struct server *srv;
@@ -60,6 +62,7 @@ static void snap_free(struct dt_snap *s)
 	free(s->image);
 	free(s->error_reason);
 	json_decref(s->build_info);
+	sbx__buf_free(&s->log);
 	free(s);
 }
 
@@ -142,6 +145,7 @@ static void load(struct server *srv, struct dt_state *st)
 		if (!id || strlen(id) != 36 || !name)
 			continue;
 		struct dt_snap *s = xcalloc(1, sizeof(*s));
+		sbx__buf_init(&s->log, LOG_MAX);
 		memcpy(s->id, id, 37);
 		s->srv = srv;
 		s->name = xstrdup(name);
@@ -218,6 +222,16 @@ static void set_state(struct dt_snap *s, const char *state, const char *image, c
 	pthread_mutex_unlock(&st->lk);
 }
 
+static void on_build_output(int fd, const char *data, size_t len, void *payload)
+{
+	(void)fd;
+	struct dt_snap *s = payload;
+	struct dt_state *st = s->srv->daytona;
+	pthread_mutex_lock(&st->lk);
+	sbx__buf_append_trunc(&s->log, data, len);
+	pthread_mutex_unlock(&st->lk);
+}
+
 static void *build_main(void *arg)
 {
 	struct dt_snap *s = arg;
@@ -233,7 +247,7 @@ static void *build_main(void *arg)
 	} else {
 		json_t *bi = s->build_info; /* immutable once created */
 		rc = sbx__dt_build(srv, json_string_value(json_object_get(bi, "dockerfileContent")),
-				   json_object_get(bi, "contextHashes"), "snapshot", &image, NULL, NULL, &e);
+				   json_object_get(bi, "contextHashes"), "snapshot", &image, on_build_output, s, &e);
 		set_state(s, rc == 0 ? "active" : "build_failed", image,
 			  rc == 0 ? NULL : e && e->msg ? e->msg : sbx_error_code_name(rc));
 	}
@@ -325,6 +339,7 @@ static void create(struct srv_req *r, json_t *b)
 	s->state = "pending";
 	s->cpu = (double)vals[0], s->mem = (double)vals[1], s->disk = (double)vals[2];
 	s->created = s->updated = sbx__now_real();
+	sbx__buf_init(&s->log, LOG_MAX);
 	s->next = st->snaps;
 	st->snaps = s;
 	json_t *answer = dto(s);
@@ -398,6 +413,33 @@ static void remove_snap(struct srv_req *r, const char *id)
 	sbx__srv_reply_empty(r, 200);
 }
 
+/* The build's output so far, then the end (follow=true is answered the
+ * same way: the SDK reads until the stream ends and keeps polling the
+ * state); or the URL of that. */
+static void build_logs(struct srv_req *r, const char *id, int url)
+{
+	struct dt_state *st = sbx__dt_state(r->srv);
+	pthread_mutex_lock(&st->lk);
+	load(r->srv, st);
+	struct dt_snap *s = find(st, id);
+	char *text = s ? xstrndup(s->log.data ? s->log.data : "", s->log.len) : NULL;
+	_cleanup_free_ char *sid = s ? xstrdup(s->id) : NULL;
+	pthread_mutex_unlock(&st->lk);
+	if (!s) {
+		sbx__dt_error(r, 404, "Snapshot with ID or name %s not found", id);
+		return;
+	}
+	if (url) {
+		free(text);
+		_cleanup_free_ char *base = sbx__dt_proxy_url(r); /* http://<Host>/toolbox */
+		base[strlen(base) - strlen("/toolbox")] = '\0';
+		_cleanup_free_ char *u = xasprintf("%s/api/snapshots/%s/build-logs", base, sid);
+		sbx__srv_reply_json(r, 200, json_pack("{s:s}", "url", u));
+		return;
+	}
+	sbx__srv_reply_bytes(r, 200, "text/plain; charset=utf-8", text, strlen(text));
+}
+
 void sbx__dt_snapshots(struct srv_req *r, char **seg, size_t n)
 {
 	const char *m = r->method;
@@ -421,6 +463,9 @@ void sbx__dt_snapshots(struct srv_req *r, char **seg, size_t n)
 			sbx__dt_error(r, 404, "Snapshot with ID or name %s not found", seg[1]);
 	} else if (n == 2 && strcmp(m, "DELETE") == 0) {
 		remove_snap(r, seg[1]);
+	} else if (n == 3 && strcmp(m, "GET") == 0 &&
+		   (strcmp(seg[2], "build-logs") == 0 || strcmp(seg[2], "build-logs-url") == 0)) {
+		build_logs(r, seg[1], strcmp(seg[2], "build-logs-url") == 0);
 	} else {
 		sbx__dt_error(r, 404, "Cannot %s %s (not implemented by sbx serve)", m, r->url);
 	}

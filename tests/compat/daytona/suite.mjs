@@ -373,12 +373,12 @@ const SNAP = `sbx-compat-${RUN}`;
 let snap;
 await check('snapshot.create from Image.fromDockerfile: COPY sources uploaded through object storage', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'sbx-dt-snap-'));
+  const states = [];
   try {
     mkdirSync(join(dir, 'sub'));
     writeFileSync(join(dir, 'hello.txt'), `hello ${RUN}\n`);
     writeFileSync(join(dir, 'sub', 'nested.txt'), 'nested\n');
-    writeFileSync(join(dir, 'Dockerfile'), `FROM ${IMAGE}\nCOPY hello.txt /opt/hello.txt\nCOPY sub /opt/sub\nRUN cat /opt/hello.txt > /opt/copied-at-build.txt\n`);
-    const states = [];
+    writeFileSync(join(dir, 'Dockerfile'), `FROM ${IMAGE}\nCOPY hello.txt /opt/hello.txt\nCOPY sub /opt/sub\nRUN cat /opt/hello.txt > /opt/copied-at-build.txt\nRUN echo building ${RUN}; sleep 2\n`);
     snap = await daytona.snapshot.create({ name: SNAP, image: Image.fromDockerfile(join(dir, 'Dockerfile')) },
       { timeout: 170, onLogs: (l) => states.push(l) });
   } finally {
@@ -386,6 +386,8 @@ await check('snapshot.create from Image.fromDockerfile: COPY sources uploaded th
   }
   eq(snap.state, 'active', 'state');
   eq(snap.name, SNAP, 'name');
+  // onLogs follows the build logs (build-logs-url) once the state leaves pending
+  ok(states.includes(`Created snapshot ${SNAP} (active)`), `onLogs lines: ${JSON.stringify(states)}`);
   eq(snap.buildInfo.contextHashes.length, 2, 'one context per COPY source');
   ok(/COPY hello.txt/.test(snap.buildInfo.dockerfileContent), 'dockerfileContent kept');
 });
