@@ -91,6 +91,16 @@ int sbx__dt_s3_authorize(struct srv_req *r);
 /* PUT of an object: the streaming consumer, before the body. */
 void sbx__dt_s3_begin(struct srv_req *r);
 void sbx__dt_s3_route(struct srv_req *r);
+/* S3's XML error {Code, Message, Resource}. */
+void sbx__dt_s3_error(struct srv_req *r, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* STATE/server/daytona-objects/<bucket>. Owned. */
+char *sbx__dt_objects_dir(struct server *srv);
+/* objects_multipart.c: where part ?partNumber=&uploadId= of KEY goes (owned),
+ * or -ENOENT for an unknown upload or a bad part number. */
+int sbx__dt_mp_part_path(char **out, struct srv_req *r, const char *key);
+/* POST ?uploads (create), POST ?uploadId= (complete), DELETE ?uploadId= (abort). */
+void sbx__dt_mp_route(struct srv_req *r, const char *key);
 /* GET /api/object-storage/push-access */
 void sbx__dt_push_access(struct srv_req *r);
 /* The file of object <org>/<hash>/context.tar, or NULL when the hash is

@@ -10,8 +10,8 @@
  * PutObject's body must hash to its signed x-amz-content-sha256. Objects are
  * files under STATE/server/daytona-objects/<bucket>/<key>: keys are checked
  * segment by segment (no "..", no odd bytes), one object is at most
- * DT_OBJECT_MAX and all of them DT_OBJECTS_MAX. Multipart uploads (the SDK's
- * for a context over 5 MiB) are answered 501.
+ * DT_OBJECT_MAX and all of them DT_OBJECTS_MAX. Multipart uploads (the
+ * SDK's for a context over 5 MiB) are in objects_multipart.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -56,10 +56,7 @@ int sbx__dt_s3_match(const char *url)
 	return sbx__str_startswith(url, DT_S3_PREFIX);
 }
 
-static void s3_error(struct srv_req *r, int status, const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void s3_error(struct srv_req *r, int status, const char *code, const char *fmt, ...)
+void sbx__dt_s3_error(struct srv_req *r, int status, const char *code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -104,7 +101,7 @@ static int key_ok(const char *key)
 	return 1;
 }
 
-static char *objects_dir(struct server *srv)
+char *sbx__dt_objects_dir(struct server *srv)
 {
 	return xasprintf("%s/server/daytona-objects/" DT_BUCKET, srv->cfg.state_dir);
 }
@@ -114,7 +111,7 @@ char *sbx__dt_context_path(struct server *srv, const char *hash)
 	size_t n = strlen(hash);
 	if (n < 16 || n > 128 || strspn(hash, "0123456789abcdef") != n)
 		return NULL;
-	_cleanup_free_ char *dir = objects_dir(srv);
+	_cleanup_free_ char *dir = sbx__dt_objects_dir(srv);
 	return xasprintf("%s/" DT_ORG_ID "/%s/context.tar", dir, hash);
 }
 
@@ -213,7 +210,7 @@ int sbx__dt_s3_authorize(struct srv_req *r)
 	memset(&a, 0, sizeof(a));
 	const char *h = sbx__srv_header(r, "Authorization");
 	if (!parse_auth(&a, h)) {
-		s3_error(r, 403, "AccessDenied",
+		sbx__dt_s3_error(r, 403, "AccessDenied",
 			 "missing or malformed Authorization header: expected AWS4-HMAC-SHA256 Credential=..., "
 			 "SignedHeaders=..., Signature=... with credentials from GET /api/object-storage/push-access");
 		return 0;
@@ -221,16 +218,16 @@ int sbx__dt_s3_authorize(struct srv_req *r)
 	const char *date = sbx__srv_header(r, "x-amz-date");
 	double t = amz_time(date);
 	if (t < 0 || strncmp(date, a.day, 8) != 0) {
-		s3_error(r, 403, "AccessDenied", "x-amz-date must be YYYYMMDDTHHMMSSZ and match the credential's day");
+		sbx__dt_s3_error(r, 403, "AccessDenied", "x-amz-date must be YYYYMMDDTHHMMSSZ and match the credential's day");
 		return 0;
 	}
 	if (t < sbx__now_real() - CLOCK_SKEW_S || t > sbx__now_real() + CLOCK_SKEW_S) {
-		s3_error(r, 403, "RequestTimeTooSkewed", "x-amz-date is more than 15 minutes from the server's time");
+		sbx__dt_s3_error(r, 403, "RequestTimeTooSkewed", "x-amz-date is more than 15 minutes from the server's time");
 		return 0;
 	}
 	const char *payload = sbx__srv_header(r, "x-amz-content-sha256");
 	if (payload && sbx__str_startswith(payload, "STREAMING-")) {
-		s3_error(r, 501, "NotImplemented", "x-amz-content-sha256 %s (aws-chunked uploads) is not supported by "
+		sbx__dt_s3_error(r, 501, "NotImplemented", "x-amz-content-sha256 %s (aws-chunked uploads) is not supported by "
 			 "sbx serve", "STREAMING-*");
 		return 0;
 	}
@@ -274,7 +271,7 @@ int sbx__dt_s3_authorize(struct srv_req *r)
 	}
 	explicit_bzero(&c, sizeof(c));
 	if (!ok || !sbx__srv_ct_equal(sig, a.sig)) {
-		s3_error(r, 403, ok ? "SignatureDoesNotMatch" : "InvalidAccessKeyId",
+		sbx__dt_s3_error(r, 403, ok ? "SignatureDoesNotMatch" : "InvalidAccessKeyId",
 			 ok ? "the request signature does not match (SigV4 with the push-access secret)"
 			    : "unknown or expired access key, or a missing or unsigned x-amz-security-token (ask GET "
 			      "/api/object-storage/push-access again)");
@@ -357,10 +354,13 @@ void sbx__dt_s3_begin(struct srv_req *r)
 {
 	_cleanup_free_ char *buf = NULL;
 	const char *bucket, *key;
-	if (split_key(r->url, &buf, &bucket, &key) != 1 || strcmp(bucket, DT_BUCKET) != 0 || !key_ok(key) ||
-	    sbx__srv_query(r, "uploadId") || sbx__srv_query(r, "partNumber"))
+	int part = sbx__srv_query(r, "uploadId") || sbx__srv_query(r, "partNumber");
+	if (split_key(r->url, &buf, &bucket, &key) != 1 || strcmp(bucket, DT_BUCKET) != 0 || !key_ok(key))
 		return; /* answered at the end */
-	_cleanup_free_ char *dir = objects_dir(r->srv);
+	_cleanup_free_ char *part_path = NULL;
+	if (part && sbx__dt_mp_part_path(&part_path, r, key) < 0)
+		return;
+	_cleanup_free_ char *dir = sbx__dt_objects_dir(r->srv);
 	if (sbx__mkdir_p(dir, 0700, NULL) < 0)
 		return;
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -385,37 +385,38 @@ static void put_object(struct srv_req *r, const char *key)
 {
 	struct put *p = r->up;
 	if (r->too_big) {
-		s3_error(r, 400, "EntityTooLarge", "object larger than %u bytes", DT_OBJECT_MAX);
+		sbx__dt_s3_error(r, 400, "EntityTooLarge", "object larger than %u bytes", DT_OBJECT_MAX);
 		return;
 	}
-	if (sbx__srv_query(r, "uploadId") || sbx__srv_query(r, "partNumber")) {
-		s3_error(r, 501, "NotImplemented",
-			 "multipart uploads are not supported by sbx serve (a build context must fit one PutObject: "
-			 "5 MiB with the SDK's default part size)");
+	_cleanup_free_ char *part_path = NULL;
+	int part = sbx__srv_query(r, "uploadId") || sbx__srv_query(r, "partNumber");
+	if (part && sbx__dt_mp_part_path(&part_path, r, key) < 0) {
+		sbx__dt_s3_error(r, 404, "NoSuchUpload",
+				 "unknown uploadId, or partNumber not 1..10000 (start with POST ?uploads)");
 		return;
 	}
 	if (!p) {
-		s3_error(r, 507, "InsufficientStorage", "object storage is full (%llu bytes) or cannot be written",
+		sbx__dt_s3_error(r, 507, "InsufficientStorage", "object storage is full (%llu bytes) or cannot be written",
 			 (unsigned long long)DT_OBJECTS_MAX);
 		return;
 	}
 	if (p->failed) {
-		s3_error(r, 500, "InternalError", "writing the object failed: %s", strerror(p->failed));
+		sbx__dt_s3_error(r, 500, "InternalError", "writing the object failed: %s", strerror(p->failed));
 		return;
 	}
 	char hex[SBX_SHA256_HEX_LEN + 1];
 	sbx__sha256_final_hex(p->md, hex);
 	const char *want = sbx__srv_header(r, "x-amz-content-sha256");
 	if (want && strcmp(want, "UNSIGNED-PAYLOAD") != 0 && strcasecmp(want, hex) != 0) {
-		s3_error(r, 400, "XAmzContentSHA256Mismatch", "the body's SHA-256 is not x-amz-content-sha256");
+		sbx__dt_s3_error(r, 400, "XAmzContentSHA256Mismatch", "the body's SHA-256 is not x-amz-content-sha256");
 		return;
 	}
-	_cleanup_free_ char *dir = objects_dir(r->srv);
-	_cleanup_free_ char *dst = xasprintf("%s/%s", dir, key);
+	_cleanup_free_ char *dir = sbx__dt_objects_dir(r->srv);
+	_cleanup_free_ char *dst = part ? xstrdup(part_path) : xasprintf("%s/%s", dir, key);
 	_cleanup_free_ char *parent = xstrdup(dst);
 	*strrchr(parent, '/') = '\0';
 	if (fsync(p->fd) < 0 || sbx__mkdir_p(parent, 0700, NULL) < 0 || rename(p->tmp, dst) < 0) {
-		s3_error(r, 500, "InternalError", "storing the object failed: %s", strerror(errno));
+		sbx__dt_s3_error(r, 500, "InternalError", "storing the object failed: %s", strerror(errno));
 		return;
 	}
 	free(p->tmp);
@@ -464,19 +465,19 @@ static void list_objects(struct srv_req *r)
 	const char *lt = sbx__srv_query(r, "list-type");
 	uint64_t max = LIST_MAX;
 	if (!lt || strcmp(lt, "2") != 0) {
-		s3_error(r, 501, "NotImplemented", "only ListObjectsV2 (list-type=2) is supported by sbx serve");
+		sbx__dt_s3_error(r, 501, "NotImplemented", "only ListObjectsV2 (list-type=2) is supported by sbx serve");
 		return;
 	}
 	if (mk && (sbx__parse_u64(&max, mk) < 0 || max > LIST_MAX)) {
-		s3_error(r, 400, "InvalidArgument", "max-keys must be an integer 0..%d", LIST_MAX);
+		sbx__dt_s3_error(r, 400, "InvalidArgument", "max-keys must be an integer 0..%d", LIST_MAX);
 		return;
 	}
 	if (prefix && strspn(prefix, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/") !=
 			      strlen(prefix)) {
-		s3_error(r, 400, "InvalidArgument", "prefix may hold only letters, digits and . _ - /");
+		sbx__dt_s3_error(r, 400, "InvalidArgument", "prefix may hold only letters, digits and . _ - /");
 		return;
 	}
-	_cleanup_free_ char *dir = objects_dir(r->srv);
+	_cleanup_free_ char *dir = sbx__dt_objects_dir(r->srv);
 	char **v = NULL;
 	size_t n = 0;
 	walk(&v, &n, dir, "", 0);
@@ -517,7 +518,7 @@ static void list_objects(struct srv_req *r)
 
 static void get_object(struct srv_req *r, const char *key, int head)
 {
-	_cleanup_free_ char *dir = objects_dir(r->srv);
+	_cleanup_free_ char *dir = sbx__dt_objects_dir(r->srv);
 	_cleanup_free_ char *f = xasprintf("%s/%s", dir, key);
 	int fd = open(f, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat sb;
@@ -527,7 +528,7 @@ static void get_object(struct srv_req *r, const char *key, int head)
 		if (head)
 			sbx__srv_reply_empty(r, 404);
 		else
-			s3_error(r, 404, "NoSuchKey", "the specified key does not exist");
+			sbx__dt_s3_error(r, 404, "NoSuchKey", "the specified key does not exist");
 		return;
 	}
 	if (head) {
@@ -549,26 +550,24 @@ void sbx__dt_s3_route(struct srv_req *r)
 	int k = split_key(r->url, &buf, &bucket, &key);
 	const char *m = r->method;
 	if (k < 0 || !*bucket) {
-		s3_error(r, 400, "InvalidBucketName", "the path needs a bucket: %s<bucket>[/<key>]", DT_S3_PREFIX);
+		sbx__dt_s3_error(r, 400, "InvalidBucketName", "the path needs a bucket: %s<bucket>[/<key>]", DT_S3_PREFIX);
 	} else if (strcmp(bucket, DT_BUCKET) != 0) {
-		s3_error(r, 404, "NoSuchBucket", "the only bucket is %s", DT_BUCKET);
+		sbx__dt_s3_error(r, 404, "NoSuchBucket", "the only bucket is %s", DT_BUCKET);
 	} else if (k == 0 && strcmp(m, "GET") == 0) {
 		list_objects(r);
 	} else if (k == 0) {
-		s3_error(r, 405, "MethodNotAllowed", "%s on the bucket is not supported by sbx serve", m);
+		sbx__dt_s3_error(r, 405, "MethodNotAllowed", "%s on the bucket is not supported by sbx serve", m);
 	} else if (!key_ok(key)) {
-		s3_error(r, 400, "InvalidArgument",
+		sbx__dt_s3_error(r, 400, "InvalidArgument",
 			 "object keys are '/'-separated segments of letters, digits and . _ - (no '..'), at most %d "
 			 "bytes", KEY_MAX);
 	} else if (strcmp(m, "PUT") == 0) {
 		put_object(r, key);
 	} else if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
 		get_object(r, key, strcmp(m, "HEAD") == 0);
-	} else if (strcmp(m, "POST") == 0) {
-		s3_error(r, 501, "NotImplemented",
-			 "multipart uploads are not supported by sbx serve (a build context must fit one PutObject: "
-			 "5 MiB with the SDK's default part size)");
+	} else if (strcmp(m, "POST") == 0 || (strcmp(m, "DELETE") == 0 && sbx__srv_query(r, "uploadId"))) {
+		sbx__dt_mp_route(r, key);
 	} else {
-		s3_error(r, 405, "MethodNotAllowed", "%s of an object is not supported by sbx serve", m);
+		sbx__dt_s3_error(r, 405, "MethodNotAllowed", "%s of an object is not supported by sbx serve", m);
 	}
 }

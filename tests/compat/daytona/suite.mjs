@@ -370,15 +370,18 @@ await check('create from a Dockerfile (template builder)', async () => {
 // <org>/<hash>/context.tar (SigV4), then POST /snapshots with buildInfo
 // {dockerfileContent, contextHashes} and polls the snapshot by name.
 const SNAP = `sbx-compat-${RUN}`;
+const big = randomBytes(6 << 20);
 let snap;
-await check('snapshot.create from Image.fromDockerfile: COPY sources uploaded through object storage', async () => {
+await check('snapshot.create from Image.fromDockerfile: COPY sources uploaded through object storage (one in parts)', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'sbx-dt-snap-'));
   const states = [];
   try {
     mkdirSync(join(dir, 'sub'));
     writeFileSync(join(dir, 'hello.txt'), `hello ${RUN}\n`);
     writeFileSync(join(dir, 'sub', 'nested.txt'), 'nested\n');
-    writeFileSync(join(dir, 'Dockerfile'), `FROM ${IMAGE}\nCOPY hello.txt /opt/hello.txt\nCOPY sub /opt/sub\nRUN cat /opt/hello.txt > /opt/copied-at-build.txt\nRUN echo building ${RUN}; sleep 2\n`);
+    // over the uploader's 5 MiB part size: a multipart upload
+    writeFileSync(join(dir, 'big.bin'), big);
+    writeFileSync(join(dir, 'Dockerfile'), `FROM ${IMAGE}\nCOPY hello.txt /opt/hello.txt\nCOPY sub /opt/sub\nCOPY big.bin /opt/big.bin\nRUN cat /opt/hello.txt > /opt/copied-at-build.txt\nRUN echo building ${RUN}; sleep 2\n`);
     snap = await daytona.snapshot.create({ name: SNAP, image: Image.fromDockerfile(join(dir, 'Dockerfile')) },
       { timeout: 170, onLogs: (l) => states.push(l) });
   } finally {
@@ -388,7 +391,7 @@ await check('snapshot.create from Image.fromDockerfile: COPY sources uploaded th
   eq(snap.name, SNAP, 'name');
   // onLogs follows the build logs (build-logs-url) once the state leaves pending
   ok(states.includes(`Created snapshot ${SNAP} (active)`), `onLogs lines: ${JSON.stringify(states)}`);
-  eq(snap.buildInfo.contextHashes.length, 2, 'one context per COPY source');
+  eq(snap.buildInfo.contextHashes.length, 3, 'one context per COPY source');
   ok(/COPY hello.txt/.test(snap.buildInfo.dockerfileContent), 'dockerfileContent kept');
 });
 
@@ -409,6 +412,8 @@ await check('create({snapshot}) starts from it: the COPYed files are there', asy
   created.push(b);
   const r = await b.process.executeCommand('cat /opt/hello.txt /opt/sub/nested.txt /opt/copied-at-build.txt', undefined, undefined, 10);
   eq(r.result, `hello ${RUN}\nnested\nhello ${RUN}\n`, 'files from the context');
+  const h = await b.process.executeCommand('sha256sum /opt/big.bin', undefined, undefined, 30);
+  eq(h.result.split(' ')[0], sha(big), 'the 6 MiB file that went up in parts');
 });
 
 await check('snapshot.create from imageName, and a failed build reports build_failed with its reason', async () => {
