@@ -91,6 +91,9 @@ int sbx__dt_s3_authorize(struct srv_req *r);
 /* PUT of an object: the streaming consumer, before the body. */
 void sbx__dt_s3_begin(struct srv_req *r);
 void sbx__dt_s3_route(struct srv_req *r);
+/* 1 for an object key: '/'-separated segments of [A-Za-z0-9._-], never "."
+ * or "..", at most 1024 bytes. */
+int sbx__dt_s3_key_ok(const char *key);
 /* S3's XML error {Code, Message, Resource}. */
 void sbx__dt_s3_error(struct srv_req *r, int status, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -84,8 +84,7 @@ static int split_key(const char *url, char **buf, const char **bucket, const cha
 	return **key ? 1 : 0;
 }
 
-/* Keys are '/'-separated segments of [A-Za-z0-9._-], never "." or "..". */
-static int key_ok(const char *key)
+int sbx__dt_s3_key_ok(const char *key)
 {
 	size_t n = strlen(key);
 	if (n == 0 || n > KEY_MAX || key[0] == '/' || key[n - 1] == '/')
@@ -355,7 +354,7 @@ void sbx__dt_s3_begin(struct srv_req *r)
 	_cleanup_free_ char *buf = NULL;
 	const char *bucket, *key;
 	int part = sbx__srv_query(r, "uploadId") || sbx__srv_query(r, "partNumber");
-	if (split_key(r->url, &buf, &bucket, &key) != 1 || strcmp(bucket, DT_BUCKET) != 0 || !key_ok(key))
+	if (split_key(r->url, &buf, &bucket, &key) != 1 || strcmp(bucket, DT_BUCKET) != 0 || !sbx__dt_s3_key_ok(key))
 		return; /* answered at the end */
 	_cleanup_free_ char *part_path = NULL;
 	if (part && sbx__dt_mp_part_path(&part_path, r, key) < 0)
@@ -557,7 +556,7 @@ void sbx__dt_s3_route(struct srv_req *r)
 		list_objects(r);
 	} else if (k == 0) {
 		sbx__dt_s3_error(r, 405, "MethodNotAllowed", "%s on the bucket is not supported by sbx serve", m);
-	} else if (!key_ok(key)) {
+	} else if (!sbx__dt_s3_key_ok(key)) {
 		sbx__dt_s3_error(r, 400, "InvalidArgument",
 			 "object keys are '/'-separated segments of letters, digits and . _ - (no '..'), at most %d "
 			 "bytes", KEY_MAX);
