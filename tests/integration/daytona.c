@@ -203,3 +203,33 @@ Test(daytona_golden, a_failed_snapshot_build_names_the_snapshot_and_reason)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", dir, out);
 	run_cmd(cmd);
 }
+
+/* Daytona's snapshot quota error on the first two snapshot creates
+ * (SBX_SERVE_DAYTONA_FAIL_SNAPSHOTS): the provider backs off and the bake
+ * succeeds once capacity returns. The bake makes one snapshot, so without
+ * the retries it would fail on the first answer. */
+static void quota_setup(void)
+{
+	setenv("SBX_SERVE_DAYTONA_FAIL_SNAPSHOTS", "2", 1);
+	golden_setup();
+	unsetenv("SBX_SERVE_DAYTONA_FAIL_SNAPSHOTS");
+}
+
+TestSuite(daytona_quota, .init = quota_setup, .fini = golden_teardown, .timeout = 600);
+
+Test(daytona_quota, the_snapshot_quota_error_backs_off_then_succeeds)
+{
+	const char *b = getenv("SBX_BUILD_ROOT"), *src = getenv("SBX_SOURCE_ROOT");
+	char state[512], out[600], cmd[4096];
+	snprintf(state, sizeof(state), "%s/test-state/daytona-quota-client-%d", b, (int)getpid());
+	snprintf(out, sizeof(out), "%s.out", state);
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && SBX_STATE_DIR='%s' '%s/src/cli/sbx' bake examples/tasks --tasks fix-permissions "
+		 "--backend daytona > '%s' 2>&1",
+		 src, state, b, out);
+	cr_assert_eq(run_cmd(cmd), 0, "bake failed: %s", slurp(out));
+	const char *text = slurp(out);
+	cr_expect(strstr(text, "snapshot:sbx-fix-permissions-") && strstr(text, " built "), "%s", text);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", state, out);
+	run_cmd(cmd);
+}

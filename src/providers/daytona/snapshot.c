@@ -40,6 +40,7 @@
 #define CONTEXT_MAX (512u << 20)
 #define S3_TIMEOUT_MS 600000L
 #define DEFAULT_BUILD_TIMEOUT_S 3600.0
+#define SNAP_RETRIES 5 /* waits 1+2+4+8+16 s */
 
 static double now_mono(void)
 {
@@ -339,6 +340,44 @@ static int wait_active(struct dtn_ctx *c, const char *name, double timeout_s, sb
 	}
 }
 
+/* POST /snapshots. A quota or rate error (-EAGAIN: 429, "Snapshot quota
+ * exceeded", ...) is retried SNAP_RETRIES times with doubling waits, since
+ * other processes may be deleting snapshots or the rate limit may clear;
+ * then it fails saying what to do. 409 = another process made it: wait. */
+static int create_snapshot(struct dtn_ctx *c, const sbx_task_env *env, const char *name, const char *df,
+			   const char *hex, sbx_error **err)
+{
+	json_t *body = sbx__dtn_snapshot_body(name, df, hex);
+	int r = 0;
+	for (int attempt = 0;; attempt++) {
+		sbx_error *e = NULL;
+		r = sbx__dtn_call(NULL, c, "POST", "/snapshots", body, 0, "create snapshot", &e);
+		if (r == -EEXIST) {
+			sbx_error_free(e);
+			r = 0;
+		} else if (r == -EAGAIN && attempt < SNAP_RETRIES) {
+			unsigned wait = 1u << attempt;
+			logline(env, "daytona: snapshot %s: %s; retrying in %u s", name, e && e->msg ? e->msg : "throttled",
+				wait);
+			sbx_error_free(e);
+			sleep(wait);
+			continue;
+		} else if (r < 0) {
+			pass_error(err, e);
+			if (r == -EAGAIN)
+				sbx_error_prefix(err, r, "snapshot %s (after %d retries; the snapshot quota is per "
+							 "organization: delete snapshots of tasks not in use, named sbx-*, "
+							 "or raise it)",
+						 name, SNAP_RETRIES);
+			else
+				sbx_error_prefix(err, r, "snapshot %s", name);
+		}
+		break;
+	}
+	json_decref(body);
+	return r;
+}
+
 static int ensure(char **name_out, int *cached, struct dtn_ctx *c, const sbx_task_env *env, sbx_error **err)
 {
 	_cleanup_free_ char *dfp = xasprintf("%s/Dockerfile", env->context_dir);
@@ -384,17 +423,9 @@ static int ensure(char **name_out, int *cached, struct dtn_ctx *c, const sbx_tas
 		if (r < 0)
 			return r;
 		logline(env, "daytona: creating snapshot %s", name);
-		json_t *body = sbx__dtn_snapshot_body(name, df, hex);
-		sbx_error *e = NULL;
-		r = sbx__dtn_call(NULL, c, "POST", "/snapshots", body, 0, "create snapshot", &e);
-		json_decref(body);
-		if (r == -EEXIST) { /* another process created it meanwhile: wait for theirs */
-			sbx_error_free(e);
-			r = 0;
-		} else if (r < 0) {
-			pass_error(err, e);
-			return sbx_error_prefix(err, r, "snapshot %s", name);
-		}
+		r = create_snapshot(c, env, name, df, hex, err);
+		if (r < 0)
+			return r;
 	} else {
 		return r;
 	}

@@ -13,12 +13,14 @@
  * back as `error`.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../util/alloc.h"
 #include "../../util/cleanup.h"
+#include "../../util/config.h"
 #include "../../util/fs.h"
 #include "../../util/str.h"
 #include "daytona.h"
@@ -278,6 +280,26 @@ static int hashes_ok(json_t *h)
 	return 1;
 }
 
+/* The next snapshot creates answered with Daytona's quota error (tests only). */
+static atomic_long fail_left = -1;
+
+static int injected_quota(void)
+{
+	long left = atomic_load(&fail_left);
+	if (left < 0) {
+		uint64_t n = 0;
+		const char *v = sbx__env("SBX_SERVE_DAYTONA_FAIL_SNAPSHOTS");
+		if (!v || sbx__parse_u64(&n, v) < 0 || n > 1000000)
+			n = 0;
+		long expected = -1;
+		atomic_compare_exchange_strong(&fail_left, &expected, (long)n);
+	}
+	for (left = atomic_load(&fail_left); left > 0;)
+		if (atomic_compare_exchange_weak(&fail_left, &left, left - 1))
+			return 1;
+	return 0;
+}
+
 static void create(struct srv_req *r, json_t *b)
 {
 	struct server *srv = r->srv;
@@ -309,6 +331,10 @@ static void create(struct srv_req *r, json_t *b)
 		}
 		if (json_is_integer(v) && json_integer_value(v) > 0)
 			vals[i] = json_integer_value(v);
+	}
+	if (injected_quota()) {
+		sbx__dt_error(r, 400, "Snapshot quota exceeded. Maximum allowed: 30");
+		return;
 	}
 	struct dt_state *st = sbx__dt_state(srv);
 	pthread_mutex_lock(&st->lk);
