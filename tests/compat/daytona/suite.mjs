@@ -447,6 +447,21 @@ await check('object storage (raw): push-access, SigV4 is required and checked', 
   eq(forged.status, 403, 'PUT with a wrong signature');
 });
 
+await check('create({image: Image.base(..).addLocalFile(..)}): a sandbox built with an uploaded context', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sbx-dt-ctx-'));
+  let b;
+  try {
+    writeFileSync(join(dir, 'note.txt'), `note ${RUN}\n`);
+    const img = Image.base(IMAGE).addLocalFile(join(dir, 'note.txt'), '/opt/note.txt');
+    b = await daytona.create({ image: img, labels: { 'sbx-run': RUN } }, { timeout: 170 });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  created.push(b);
+  const r = await b.process.executeCommand('cat /opt/note.txt', undefined, undefined, 10);
+  eq(r.result, `note ${RUN}\n`, 'the local file is in the sandbox');
+});
+
 await check('snapshot.delete', async () => {
   await daytona.snapshot.delete(snap);
   await rejects(daytona.snapshot.get(SNAP), DaytonaNotFoundError, 'gone');
