@@ -47,6 +47,11 @@ static json_t *json_body(struct srv_req *r)
 	return j;
 }
 
+json_t *sbx__srv_json_object_body(struct srv_req *r)
+{
+	return json_body(r);
+}
+
 static int string_map(json_t *v)
 {
 	const char *k;
@@ -144,7 +149,9 @@ json_t *sbx__srv_sandbox_json(struct server *srv, struct srv_sandbox *s, int det
 		json_object_set_new(o, "envdAccessToken", json_string(s->token));
 		json_object_set_new(o, "domain", json_string_nocheck(domain));
 		json_object_set_new(o, "allowInternetAccess", json_boolean(s->allow_internet));
-		json_object_set_new(o, "network", json_pack("{s:b}", "allowPublicTraffic", !s->private_traffic));
+		json_t *net = json_pack("{s:b}", "allowPublicTraffic", !s->private_traffic);
+		sbx__srv_egress_json(net, s);
+		json_object_set_new(o, "network", net);
 		json_object_set_new(o, "lifecycle",
 				    json_pack("{s:s,s:b}", "onTimeout", s->auto_pause ? "pause" : "kill", "autoResume", 0));
 	}
@@ -193,9 +200,16 @@ static void create(struct srv_req *r, int v2)
 		json_decref(b);
 		return;
 	}
+	json_t *allow_out = NULL, *deny_out = NULL;
+	if (sbx__srv_egress_parse(r, net, &allow_out, &deny_out) < 0) {
+		json_decref(b);
+		return;
+	}
 	if (!tid) {
 		/* The API requires it; every SDK sends it ("base" by default). */
 		sbx__srv_reply_error(r, 400, "invalid sandbox spec: templateID is required");
+		json_decref(allow_out);
+		json_decref(deny_out);
 		json_decref(b);
 		return;
 	}
@@ -205,6 +219,8 @@ static void create(struct srv_req *r, int v2)
 		sbx__srv_reply_error(r, 400, "invalid sandbox spec: templateID must be a string, timeout a non-negative "
 					"integer, metadata and envVars maps of strings, allow_internet_access and "
 					"autoPause booleans");
+		json_decref(allow_out);
+		json_decref(deny_out);
 		json_decref(b);
 		return;
 	}
@@ -218,13 +234,15 @@ static void create(struct srv_req *r, int v2)
 	pthread_mutex_unlock(&srv->lock);
 	if (full) {
 		sbx__srv_reply_error(r, 429, "sandbox limit reached (%u live)", srv->cfg.max_sandboxes);
+		json_decref(allow_out);
+		json_decref(deny_out);
 		json_decref(b);
 		return;
 	}
 	double t0 = sbx__now_mono();
 	sbx_error *e = NULL;
 	_cleanup_free_ char *image = NULL;
-	char **labels = NULL, **env = NULL;
+	char **labels = NULL, **env = NULL, **allow_v = NULL, **deny_v = NULL;
 	sbx_image *img = NULL;
 	struct srv_sandbox *s = NULL;
 	int rc = sbx__srv_template_resolve(srv, template_id, &image, &e);
@@ -247,6 +265,12 @@ static void create(struct srv_req *r, int v2)
 	int want = inet && !json_is_null(inet) ? json_is_true(inet) : 1;
 	int internet = want && srv->cfg.allow_internet;
 	o.network = internet ? SBX_NETWORK_INTERNET : SBX_NETWORK_NONE;
+	if (internet) { /* without a network of its own the sandbox reaches nothing anyway */
+		allow_v = sbx__srv_egress_strv(allow_out);
+		deny_v = sbx__srv_egress_strv(deny_out);
+		o.allow_out = (const char *const *)allow_v;
+		o.deny_out = (const char *const *)deny_v;
+	}
 	o.env = (const char *const *)env;
 	o.labels = (const char *const *)labels;
 	o.ttl_s = (unsigned)timeout + TTL_BACKSTOP_S;
@@ -273,6 +297,9 @@ static void create(struct srv_req *r, int v2)
 	s->started_at = sbx__now_real();
 	s->end_at = s->started_at + (double)timeout;
 	s->allow_internet = internet;
+	s->allow_out = allow_out;
+	s->deny_out = deny_out;
+	allow_out = deny_out = NULL;
 	s->auto_pause = json_is_true(apause);
 	s->user = img->config.user && *img->config.user ? xstrdup(img->config.user) : sbx__srv_default_user(s);
 	s->workdir = img->config.workdir && *img->config.workdir ? xstrdup(img->config.workdir) : NULL;
@@ -290,6 +317,10 @@ out:
 	sbx_image_free(img);
 	sbx__strv_free(labels);
 	sbx__strv_free(env);
+	sbx__strv_free(allow_v);
+	sbx__strv_free(deny_v);
+	json_decref(allow_out);
+	json_decref(deny_out);
 	json_decref(b);
 }
 
@@ -476,6 +507,8 @@ void sbx__srv_control(struct srv_req *r, char **seg, size_t nseg)
 			sbx__srv_reply_empty(r, 204);
 		else
 			sbx__srv_reply_error(r, 404, "sandbox %s not found", sb->id);
+	} else if (n == 3 && strcmp(m, "PUT") == 0 && strcmp(s[2], "network") == 0) {
+		sbx__srv_network_update(r, sb);
 	} else if (n == 3 && strcmp(m, "GET") == 0 && strcmp(s[2], "metrics") == 0) {
 		sbx__srv_metrics_sandbox(r, sb);
 	} else if (n == 3 && strcmp(m, "GET") == 0 && strcmp(s[2], "logs") == 0) {

@@ -90,6 +90,7 @@ struct srv_sandbox {
 	int auto_pause;              /* autoPause: the deadline pauses instead of killing */
 	double stat_t, stat_cpu_s;   /* the previous metrics sample (cpuUsedPct) */
 	int allow_internet;
+	json_t *allow_out, *deny_out; /* network.allowOut / denyOut as given (arrays) or NULL */
 	char *user;                  /* image default user or NULL (root) */
 	char *workdir;               /* image WorkingDir or NULL */
 	sbx_sandbox *sb;
@@ -342,6 +343,16 @@ void sbx__srv_control(struct srv_req *r, char **seg, size_t nseg);
 /* A sandbox as JSON: detail < 0 create/connect (Sandbox), 0 ListedSandbox,
  * > 0 SandboxDetail. */
 json_t *sbx__srv_sandbox_json(struct server *srv, struct srv_sandbox *s, int detail);
+/* control.c: the request body as a JSON object ({} when empty); NULL after a 400. */
+json_t *sbx__srv_json_object_body(struct srv_req *r);
+
+/* network.c: E2B egress lists. parse: -1 after a 400; *allow and *deny new references
+ * (arrays) or NULL. strv: a NULL-terminated copy (NULL for none). update: PUT
+ * /sandboxes/ID/network. */
+int sbx__srv_egress_parse(struct srv_req *r, json_t *net, json_t **allow, json_t **deny);
+char **sbx__srv_egress_strv(json_t *arr);
+void sbx__srv_egress_json(json_t *network, const struct srv_sandbox *s);
+void sbx__srv_network_update(struct srv_req *r, struct srv_sandbox *s);
 /* Pauses s as POST /pause does (the caller holds an op reference): 0,
  * -EALREADY when paused, -EBUSY while a pause or resume is under way. */
 int sbx__srv_sandbox_pause(struct srv_sandbox *s, sbx_error **err);

@@ -64,6 +64,10 @@ json_t *sbx__srv_sandbox_to_row(const struct srv_sandbox *s)
 				s->user, "workdir", s->workdir);
 	if (row && s->private_traffic)
 		json_object_set_new(row, "trafficToken", json_string(s->traffic_token));
+	if (row && s->allow_out)
+		json_object_set(row, "allowOut", s->allow_out);
+	if (row && s->deny_out)
+		json_object_set(row, "denyOut", s->deny_out);
 	/* what another API keeps about the sandbox (the Daytona API's name, intervals) */
 	if (row && s->ext && s->ext_row)
 		json_object_set_new(row, "ext", s->ext_row(s->ext));
@@ -137,6 +141,9 @@ static struct srv_sandbox *from_row(const char *id, const char *data)
 	s->paused = json_is_true(json_object_get(o, "paused"));
 	s->auto_pause = json_is_true(json_object_get(o, "autoPause"));
 	s->allow_internet = json_is_true(json_object_get(o, "allowInternet"));
+	json_t *ao = json_object_get(o, "allowOut"), *dout = json_object_get(o, "denyOut");
+	s->allow_out = json_is_array(ao) ? json_incref(ao) : NULL;
+	s->deny_out = json_is_array(dout) ? json_incref(dout) : NULL;
 	const char *tt = json_string_value(json_object_get(o, "trafficToken"));
 	if (tt && *tt) { /* a private sandbox stays private across restarts */
 		snprintf(s->traffic_token, sizeof(s->traffic_token), "%s", tt);
