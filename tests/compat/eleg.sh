@@ -19,6 +19,8 @@
 # Without node/npm or root: skip (exit 77), or fail when SBX_MUST_WORK=1.
 # SBX_COMPAT_VERSIONS narrows the versions; ELEG_TASKS / ELEG_CONCURRENCY
 # (default 3) go to eleg.mjs; SBX_ENVHELPER names the helper (meson sets it).
+# Each sweep prints its wall time, the client's and the server's CPU time and
+# the load; ELEG_PEER=1 also runs the peer (sbx golden --backend e2b).
 set -uo pipefail
 
 build=$(cd "${1:?usage: eleg.sh BUILD_DIR}" && pwd)
@@ -119,12 +121,22 @@ E2B_API_KEY=$(head -n1 "${keyfile:-$state/server/api-key}")
 export E2B_API_KEY
 unset E2B_DOMAIN E2B_DEBUG E2B_ACCESS_TOKEN
 
+# CPU seconds the server has used so far (utime + stime), for the figures.
+tck=$(getconf CLK_TCK)
+server_cpu() { awk -v t="$tck" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$server_pid/stat"; }
+TIMEFORMAT='%R %U %S'
+
 total_pass=0 total_fail=0 total_skip=0
 lines=()
 for v in "${versions[@]}"; do
   out=$work/eleg-$v.log
-  node "$here/eleg.mjs" "$cache/e2b-$v" "$wsdir" "$src/examples/tasks" "$work/images.json" 2>&1 | tee "$out"
-  rc=${PIPESTATUS[0]}
+  c0=$(server_cpu)
+  { time node "$here/eleg.mjs" "$cache/e2b-$v" "$wsdir" "$src/examples/tasks" "$work/images.json" \
+      >"$out" 2>&1; } 2>"$work/time-$v"
+  rc=$?
+  cat "$out"
+  read -r wall usr sys <"$work/time-$v"
+  echo "e2b-leg: e2b@$v: wall ${wall} s, client CPU $(awk -v a="$usr" -v b="$sys" 'BEGIN{print a+b}') s, server CPU $(awk -v a="$(server_cpu)" -v b="$c0" 'BEGIN{print a-b}') s, load $(cut -d' ' -f1-3 /proc/loadavg)"
   r=$(sed -nE 's/^e2b-leg e2b@[^:]*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/p' "$out" | tail -n1)
   read -r p f s <<<"${r:-0 1 0}"
   [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
@@ -136,6 +148,19 @@ for v in "${versions[@]}"; do
     total_fail=$((total_fail + 1))
   fi
 done
+
+# ELEG_PEER=1: the same 12 oracle episodes through the same server with the
+# e2b provider's C client (sbx golden --backend e2b: no server in the sandbox,
+# no WebSocket), for the side-by-side figures in docs/server.md.
+if [ "${ELEG_PEER:-0}" = 1 ]; then
+  c0=$(server_cpu)
+  { time (cd "$src" && E2B_API_KEY_FILE=${keyfile:-$state/server/api-key} SBX_STATE_DIR=$work/peer-state \
+      "$sbx" golden examples/tasks --all --backend e2b --concurrency "${ELEG_CONCURRENCY:-3}" \
+      >"$work/peer.log" 2>&1); } 2>"$work/time-peer"
+  tail -n 1 "$work/peer.log"
+  read -r wall usr sys <"$work/time-peer"
+  echo "e2b-leg: peer (sbx golden --backend e2b): wall ${wall} s, client CPU $(awk -v a="$usr" -v b="$sys" 'BEGIN{print a+b}') s, server CPU $(awk -v a="$(server_cpu)" -v b="$c0" 'BEGIN{print a-b}') s, load $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
 
 kill -TERM "$server_pid"
 for _ in $(seq 1 300); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
