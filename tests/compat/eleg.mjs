@@ -184,10 +184,13 @@ function get(host, path) {
   });
 }
 
-// The reference's wait_server_ready: GET /health until 200 (here every 100 ms, 60 s).
-async function waitHealthy(host) {
+// The reference's wait_server_ready: GET /health until 200 (here every 100 ms,
+// 60 s), unless the server's process (HANDLE, the SDK's CommandHandle) exits.
+async function waitHealthy(host, handle) {
   let last = 'nothing';
   for (let i = 0; i < 600; i++) {
+    if (handle.exitCode !== undefined && handle.exitCode !== null)
+      throw new Error(`the environment server exited with code ${handle.exitCode} before http://${host}/health answered`);
     try {
       const r = await get(host, '/health');
       if (r.status === 200 && JSON.parse(r.body).status === 'healthy') return;
@@ -274,11 +277,11 @@ async function episode(task, solve, extra) {
     const argv = [HELPER, '--port', PORT, '--task', task.name, '--workdir', task.workdir,
       '--instruction', '/opt/envhelper/instruction.md', '--verifier-timeout', task.verifierTimeout,
       ...Object.entries(task.verifierEnv).flatMap(([k, v]) => ['--verifier-env', `${k}=${v}`])];
-    await sbx.commands.run(`${argv.map(shq).join(' ')} >/tmp/envhelper.log 2>&1`, { background: true, user: 'root' });
+    const server = await sbx.commands.run(`${argv.map(shq).join(' ')} >/tmp/envhelper.log 2>&1`, { background: true, user: 'root' });
     const host = sbx.getHost(PORT);
     ok(host.startsWith(`${PORT}-${sbx.sandboxId}.`), `getHost(${PORT}) = ${host}`);
     try {
-      await waitHealthy(host);
+      await waitHealthy(host, server);
     } catch (e) {
       const log = await sbx.commands.run('cat /tmp/envhelper.log', { user: 'root' }).catch((x) => ({ stdout: `(${x.message})` }));
       throw new Error(`${e.message}; envhelper's log: ${log.stdout.trim() || '(empty)'}`);
