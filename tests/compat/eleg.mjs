@@ -238,6 +238,11 @@ function openSession(host) {
     };
     ws.on('open', () => resolve({
       ws,
+      // TEXT as sent (not JSON-encoded here), its reply as parsed, errors included
+      raw(text) {
+        ws.send(text);
+        return within(30_000, `the reply to ${text.slice(0, 40)}`, next());
+      },
       async call(msg, ms = 300_000) {
         ws.send(JSON.stringify(msg));
         const r = await within(ms, `${msg.type} ${msg.data?.action_type ?? ''}`.trim(), next());
@@ -384,11 +389,18 @@ if (wrongTask) {
       const [r] = await Promise.all([stepP, within(30_000, 'pong', pong)]);
       ok(r.data.observation.output === 'slept\n', `the sleep step answered ${JSON.stringify(r.data.observation.output)}`);
       ok(order[0] === 'pong', `a ping sent during a 1 s step was answered after the step's reply (order: ${order})`);
+      // bad messages get the documented error codes and change nothing
+      for (const [text, code] of [['{"type":', 'INVALID_JSON'], ['{"type":"mcp"}', 'UNKNOWN_TYPE'],
+        ['{"type":"step","data":{"action_type":"exec","command":""}}', 'VALIDATION_ERROR'],
+        ['{"type":"step","data":{"action_type":"write_file"}}', 'VALIDATION_ERROR']]) {
+        const e = await session.raw(text);
+        ok(e.type === 'error' && e.data.code === code, `${text} answered ${JSON.stringify(e)}, expected error ${code}`);
+      }
       return 1; // steps taken
     };
     const r = await episode(loadTask(wrongTask), 'wrong', pingDuringStep);
     ok(r.reward === 0, `a wrong solution got reward ${r.reward}, not 0`);
-    pass(`${wrongTask}: a wrong solution scores reward 0 (and a ping during a step is answered first)`);
+    pass(`${wrongTask}: a wrong solution scores reward 0 (and a ping during a step is answered first; bad messages get error codes)`);
   } catch (e) {
     fail(`${wrongTask}: a wrong solution scores reward 0`, e);
   }

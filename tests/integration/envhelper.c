@@ -132,6 +132,13 @@ static void do_reset(const char *data)
 	obs_end("0.0", 0);
 }
 
+/* A step that runs (a rejected one changes nothing, state included). */
+static void counted(const char *action)
+{
+	step_count++;
+	snprintf(last_action, sizeof(last_action), "%s", action);
+}
+
 static void do_exec(const char *data)
 {
 	static char cmd[MSG_MAX];
@@ -146,6 +153,7 @@ static void do_exec(const char *data)
 		return;
 	}
 	struct run r;
+	counted("exec");
 	run(cmd, NULL, 0, timeout, &r);
 	char err[64] = "";
 	if (r.timed_out)
@@ -302,13 +310,11 @@ static void message(const char *msg)
 			error_reply("VALIDATION_ERROR", "data.action_type: expected exec, evaluate or close");
 		} else if (!episode) {
 			error_reply("EXECUTION_ERROR", "no episode: send reset first");
-		} else if (strcmp(action, "exec") == 0 || strcmp(action, "evaluate") == 0) {
-			step_count++;
-			snprintf(last_action, sizeof(last_action), "%s", action);
-			if (*action == 'e' && action[1] == 'x')
-				do_exec(data);
-			else
-				do_evaluate();
+		} else if (strcmp(action, "exec") == 0) {
+			do_exec(data);
+		} else if (strcmp(action, "evaluate") == 0) {
+			counted("evaluate");
+			do_evaluate();
 		} else if (strcmp(action, "close") == 0) {
 			episode = 0;
 			obs_begin("close", "", 0, 1, "");
