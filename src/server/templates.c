@@ -94,6 +94,7 @@ static void list_templates(struct srv_req *r)
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(arr, template_json(v[i]));
 	sbx_image_list_free(v, n);
+	sbx__srv_snapshot_templates(r->srv, arr);
 	sbx__srv_reply_json(r, 200, arr);
 }
 
@@ -543,6 +544,8 @@ void sbx__srv_templates(struct srv_req *r, char **seg, size_t nseg)
 		build_status(r, s[1], s[3]);
 	} else if (n == 4 && strcmp(s[2], "files") == 0) {
 		build_files(r, s[1], s[3]);
+	} else if (n == 2 && strcmp(m, "DELETE") == 0 && sbx__srv_snapshot_delete(r, s[1])) {
+		/* a snapshot (E2B's deleteSnapshot): answered */
 	} else if (n == 2 && strcmp(m, "DELETE") == 0) {
 		sbx_error *e = NULL;
 		int rc = sbx_image_remove(r->srv->rt, s[1], &e);
