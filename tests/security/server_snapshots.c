@@ -203,3 +203,71 @@ Test(snapshots, auto_resume_needs_authorization)
 	/* (its 1 s timeout pauses it again soon: the 204 is the proof) */
 	srv_stop(&S);
 }
+
+/* A request to port `port` of sandbox `id` through the routing headers. */
+static struct resp preq(const char *id, unsigned port)
+{
+	char hid[80], hport[48];
+	snprintf(hid, sizeof(hid), "E2b-Sandbox-Id: %s", id);
+	snprintf(hport, sizeof(hport), "E2b-Sandbox-Port: %u", port);
+	const char *h[] = { hid, hport, NULL };
+	return req("GET", "/", h, NULL, 0, 60000);
+}
+
+/* Uploads tests/integration/porthelper into the sandbox and starts it on `port`. */
+static void start_helper(const struct sbref *s, unsigned port)
+{
+	const char *bin = getenv("SBX_PORTHELPER");
+	cr_assert_not_null(bin, "SBX_PORTHELPER is not set (tests/integration/meson.build)");
+	FILE *f = fopen(bin, "rb");
+	cr_assert_not_null(f, "%s", bin);
+	static char data[4 << 20];
+	size_t n = fread(data, 1, sizeof(data), f);
+	fclose(f);
+	cr_assert_gt(n, 0);
+	struct resp r = envd(s, "POST", "/files?path=/tmp/porthelper", "application/octet-stream", data, n, NULL, 60000);
+	cr_assert_eq(r.status, 200, "upload: %ld %s", r.status, r.body);
+	free(r.body);
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "chmod 755 /tmp/porthelper && (/tmp/porthelper %u </dev/null >/dev/null 2>&1 &)", port);
+	run(s, cmd);
+	for (int i = 0; i < 100; i++) {
+		r = preq(s->id, port);
+		long st = r.status;
+		free(r.body);
+		if (st == 200)
+			return;
+		nap_ms(50);
+	}
+	cr_assert_fail("the helper never answered on port %u", port);
+}
+
+Test(snapshots, auto_resume_by_a_routed_port)
+{
+	srv_start(&S, NULL, 0);
+	struct sbref on, off;
+	cr_assert_eq(create_sb(&on, "{\"templateID\":\"base\",\"timeout\":600,\"autoPause\":true,"
+				    "\"autoResume\":{\"enabled\":true}}"), 201);
+	cr_assert_eq(create_sb(&off, "{\"templateID\":\"base\",\"timeout\":600,\"autoPause\":true}"), 201);
+	start_helper(&on, 8000);
+	start_helper(&off, 8000);
+	char p[128];
+	snprintf(p, sizeof(p), "/sandboxes/%s/pause", on.id);
+	expect("POST", p, "{}", 204, NULL);
+	snprintf(p, sizeof(p), "/sandboxes/%s/pause", off.id);
+	expect("POST", p, "{}", 204, NULL);
+	struct resp r = preq(off.id, 8000);
+	cr_assert_eq(r.status, 502, "a paused sandbox without autoResume: %ld %s", r.status, r.body);
+	free(r.body);
+	char *v = state_of(&off);
+	cr_assert_str_eq(v, "paused");
+	free(v);
+	r = preq(on.id, 8000);
+	cr_assert_eq(r.status, 200, "a paused sandbox with autoResume: %ld %s", r.status, r.body);
+	cr_assert_str_eq(r.body, "porthelper ok\n");
+	free(r.body);
+	v = state_of(&on);
+	cr_assert_str_eq(v, "running");
+	free(v);
+	srv_stop(&S);
+}
