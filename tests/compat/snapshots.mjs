@@ -15,8 +15,7 @@
 //
 // Environment as for suite.mjs (E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY).
 // Ends with "snapshots e2b@VER: N passed, N failed, N skipped"; exit 0 when
-// nothing failed. SBX_COMPAT_FORK_BENCH=N also times createSnapshot and
-// fork(count=8) N times each and prints the medians.
+// nothing failed. Timings: bench/serve_fork.sh.
 import { createRequire } from 'node:module';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -270,26 +269,6 @@ async function main() {
     eq(bad.status, 400, 'autoResume without autoPause');
     await kill(p);
   });
-
-  const n = Number(process.env.SBX_COMPAT_FORK_BENCH || 0);
-  if (n > 0 && hasFork) {
-    const p = await create();
-    await p.commands.run('head -c 104857600 /dev/urandom > /tmp/big'); // 100 MiB upper dir
-    const snapMs = [], forkMs = [];
-    for (let i = 0; i < n; i++) {
-      let t = performance.now();
-      const s = await p.createSnapshot();
-      snapMs.push(performance.now() - t);
-      await Sandbox.deleteSnapshot(s.snapshotId);
-      t = performance.now();
-      const kids = await p.fork({ count: 8, timeoutMs: 60_000 });
-      forkMs.push(performance.now() - t);
-      await Promise.all(kids.map((k) => Sandbox.kill(k.sandboxId)));
-    }
-    const med = (v) => v.sort((a, b) => a - b)[Math.floor(v.length / 2)].toFixed(1);
-    console.log(`# bench ${TAG}: createSnapshot median ${med(snapMs)} ms, fork(count=8) median ${med(forkMs)} ms over ${n} (100 MiB upper dir)`);
-    await kill(p);
-  }
 }
 
 try {
