@@ -157,6 +157,26 @@ Test(snapshots, delete_in_use_and_fork_tokens)
 	r = envd(&cross, "POST", "/filesystem.Filesystem/Stat", NULL, "{\"path\":\"/\"}", 13, NULL, 15000);
 	cr_assert_eq(r.status, 401, "a child's token on the parent: %ld %s", r.status, r.body);
 	free(r.body);
+	/* a paused parent forks too, and stays paused */
+	char pp[128];
+	snprintf(pp, sizeof(pp), "/sandboxes/%s/pause", a.id);
+	expect("POST", pp, "{}", 204, NULL);
+	r = api("POST", f, "{\"timeout\":120}", 120000);
+	cr_assert_eq(r.status, 201, "fork of a paused parent: %ld %s", r.status, r.body);
+	j = json_loadb(r.body, r.len, 0, NULL);
+	cr_assert_eq(json_array_size(j), 1, "count defaults to 1: %s", r.body);
+	json_t *sb = json_object_get(json_array_get(j, 0), "sandbox");
+	struct sbref k3;
+	snprintf(k3.id, sizeof(k3.id), "%s", json_string_value(json_object_get(sb, "sandboxID")));
+	snprintf(k3.token, sizeof(k3.token), "%s", json_string_value(json_object_get(sb, "envdAccessToken")));
+	json_decref(j);
+	free(r.body);
+	out = sh(&k3, "cat /tmp/f");
+	cr_assert_str_eq(out, "frozen\n");
+	free(out);
+	char *v = state_of(&a);
+	cr_assert_str_eq(v, "paused");
+	free(v);
 	srv_stop(&S);
 }
 
