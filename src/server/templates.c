@@ -533,8 +533,10 @@ void sbx__srv_templates(struct srv_req *r, char **seg, size_t nseg)
 	} else if (n == 1 && strcmp(m, "POST") == 0 && ver >= 2) {
 		request_build(r);
 	} else if (n == 3 && strcmp(s[1], "aliases") == 0 && strcmp(m, "GET") == 0) {
-		_cleanup_free_ char *img = NULL;
-		if (sbx__srv_template_resolve(r->srv, s[2], &img, NULL) == 0)
+		_cleanup_free_ char *img = NULL, *snap = NULL;
+		if (sbx__srv_snapshot_resolve(r->srv, s[2], &snap, &img)) /* a snapshot is a template too */
+			sbx__srv_reply_json(r, 200, json_pack("{s:s,s:b}", "templateID", s[2], "public", 0));
+		else if (sbx__srv_template_resolve(r->srv, s[2], &img, NULL) == 0)
 			sbx__srv_reply_json(r, 200, json_pack("{s:s,s:b}", "templateID", img, "public", 0));
 		else
 			sbx__srv_reply_error(r, 404, "template alias %s not found", s[2]);

@@ -114,6 +114,9 @@ Test(snapshots, delete_in_use_and_fork_tokens)
 	snprintf(body, sizeof(body), "{\"name\":\"%s\"}", name);
 	expect("POST", p, body, 201, name);
 	expect("POST", p, body, 409, "taken");
+	char alias[128];
+	snprintf(alias, sizeof(alias), "/templates/aliases/%s", name);
+	expect("GET", alias, NULL, 200, name); /* Template.exists(name) */
 	/* a sandbox made from it, then the snapshot deleted under it */
 	snprintf(body, sizeof(body), "{\"templateID\":\"%s\",\"timeout\":300}", name);
 	struct sbref c;
@@ -122,6 +125,7 @@ Test(snapshots, delete_in_use_and_fork_tokens)
 	snprintf(del, sizeof(del), "/templates/%s", name);
 	expect("DELETE", del, NULL, 204, NULL);
 	expect("DELETE", del, NULL, 404, NULL);
+	expect("GET", alias, NULL, 404, NULL);
 	char *out = sh(&c, "cat /tmp/f; echo more >> /tmp/f; cat /tmp/f");
 	cr_assert_str_eq(out, "frozen\nfrozen\nmore\n");
 	free(out);
@@ -251,7 +255,7 @@ static void start_helper(const struct sbref *s, unsigned port)
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd), "chmod 755 /tmp/porthelper && (/tmp/porthelper %u </dev/null >/dev/null 2>&1 &)", port);
 	run(s, cmd);
-	for (int i = 0; i < 100; i++) {
+	for (int i = 0; i < 600; i++) { /* a loaded machine: up to 30 s */
 		r = preq(s->id, port);
 		long st = r.status;
 		free(r.body);
