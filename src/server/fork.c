@@ -50,8 +50,8 @@ static struct srv_sandbox *child_record(struct server *srv, struct srv_sandbox *
 	pthread_mutex_lock(&srv->lock);
 	c->template_id = xstrdup(p->template_id);
 	c->alias = p->alias ? xstrdup(p->alias) : NULL;
-	c->metadata = json_deep_copy(p->metadata);
-	c->env_vars = json_deep_copy(p->env_vars);
+	c->metadata = p->metadata ? json_deep_copy(p->metadata) : json_object();
+	c->env_vars = p->env_vars ? json_deep_copy(p->env_vars) : json_object();
 	c->allow_internet = p->allow_internet;
 	c->private_traffic = p->private_traffic;
 	c->auto_pause = p->auto_pause;
