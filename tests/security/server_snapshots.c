@@ -263,7 +263,8 @@ static void start_helper(const struct sbref *s, unsigned port)
 			return;
 		nap_ms(50);
 	}
-	cr_assert_fail("the helper never answered on port %u", port);
+	r = preq(s->id, port);
+	cr_assert_fail("the helper never answered on port %u: %ld %s", port, r.status, r.body);
 }
 
 Test(snapshots, auto_resume_by_a_routed_port)
