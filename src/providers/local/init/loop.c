@@ -500,8 +500,13 @@ static void on_timer(void)
 	while (read(timfd, &x, sizeof(x)) == sizeof(x))
 		;
 	uint64_t now = init_now_ms();
-	if (ttl_deadline && now >= ttl_deadline)
+	if (ttl_deadline && now >= ttl_deadline) {
+		/* Everything else first: init's own exit closes the sudo
+		 * listener, whose queued connections may hold fds of pipes
+		 * a process inside keeps locked (init/sudo.c). */
+		kill(-1, SIGKILL);
 		_exit(0); /* pid 1 exits: the kernel kills the whole sandbox */
+	}
 	for (int i = 0; i < execs_hi; i++) {
 		struct exec *e = &execs[i];
 		if (e->used && e->deadline_ms && now >= e->deadline_ms && !e->timed_out) {
