@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * init's side of the sudo broker (docs/security.md, "sudo"). At setup, with
- * the sandbox's policy on or an image that ships /usr/bin/sudo, init puts
- * the sbx-sudo front-end (embedded in init, sudo_blob.S) at /dev/sbx/sudo,
+ * the sandbox's policy on, init puts the sbx-sudo front-end (embedded in init, sudo_blob.S) at /dev/sbx/sudo,
  * binds it read-only and nosuid over /usr/bin/sudo, and listens on
  * /dev/sbx/sudo.sock. /dev is init's own tmpfs, so nothing lands in the
  * writable layer and nobody but the sandbox's root can change either file.
@@ -63,7 +62,7 @@ static int sudo_target(const struct init_cfg *cfg)
 		return -EINVAL;
 	}
 	int building = cfg->upper_dir && !cfg->volatile_upper;
-	if (errno != ENOENT || !cfg->sudo || building)
+	if (errno != ENOENT || building)
 		return -ENOENT;
 	init_as_sandbox_root(cfg, 1);
 	/* 0644: were it ever left without the mount, running it fails
@@ -114,11 +113,16 @@ static int listen_sock(const struct init_cfg *cfg)
 int init_sudo_setup(struct init_cfg *cfg, char *msg, size_t msglen)
 {
 	cfg->sudo_fd = -1;
+	/* Off: the image's own sudo stays as it is (and is no mount point
+	 * that a dpkg upgrade of sudo, run by root, could not replace). */
+	if (!cfg->sudo)
+		return 0;
 	int target = sudo_target(cfg);
+	if (target == -ENOENT)
+		return 0; /* no /usr/bin in the image, or a template build without sudo */
 	if (target < 0) {
-		if (!cfg->sudo || target == -ENOENT)
-			return 0; /* no sudo in the image and none asked for */
-		init_fmt(msg, msglen, "sudo policy: /usr/bin/sudo in the image is not a regular file");
+		init_fmt(msg, msglen, "sudo policy (label sbx.sudo=nopasswd): /usr/bin/sudo in the image is not a "
+			 "regular file");
 		return target;
 	}
 	const char *step = "create /dev/sbx";
@@ -141,10 +145,6 @@ int init_sudo_setup(struct init_cfg *cfg, char *msg, size_t msglen)
 	if (r == 0 && (r = listen_sock(cfg)) < 0)
 		step = "listen on " INIT_SUDO_SOCK;
 	if (r < 0) {
-		/* An image that merely ships sudo must not fail to start
-		 * over it: without the policy, its sudo stays as it was. */
-		if (!cfg->sudo)
-			return 0;
 		init_fmt(msg, msglen, "sudo broker: %s", step);
 		init_append_errno(msg, msglen, -r);
 		return r;

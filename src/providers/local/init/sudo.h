@@ -15,8 +15,8 @@
 #define INIT_SUDO_MSG_MAX (192u << 10)
 
 /* After init_rootfs, as host root: installs the front-end and the listener
- * (cfg->sudo_fd) when the policy is on or the image ships /usr/bin/sudo;
- * otherwise cfg->sudo_fd = -1. 0 or -errno with msg set. */
+ * (cfg->sudo_fd) when the policy is on; otherwise cfg->sudo_fd = -1. 0 or
+ * -errno with msg set. */
 int init_sudo_setup(struct init_cfg *cfg, char *msg, size_t msglen);
 /* The listener is readable: starts a broker process (it accepts). Its pid,
  * or -1 when it could not start (retry once a process has exited). */
