@@ -117,7 +117,17 @@ Test(sudo, stdio_passes_through)
 /* An image built FROM busybox with a stand-in for the image's own
  * /usr/bin/sudo (busybox, as it would be after sbx stripped sudo's set-uid
  * bit) and, when `label`, that LABEL. */
+static char *build_from(const char *slug, const char *dockerfile);
+
 static char *build_image(const char *slug, const char *label)
+{
+	char df[512];
+	snprintf(df, sizeof(df), "FROM busybox\nRUN cp /bin/busybox /usr/bin/sudo\n%s%s\n", label ? "LABEL " : "",
+		 label ? label : "");
+	return build_from(slug, df);
+}
+
+static char *build_from(const char *slug, const char *dockerfile)
 {
 	char ctx[512], p[600];
 	const char *b = getenv("SBX_BUILD_ROOT");
@@ -126,7 +136,7 @@ static char *build_image(const char *slug, const char *label)
 	snprintf(p, sizeof(p), "%s/Dockerfile", ctx);
 	FILE *f = fopen(p, "w");
 	cr_assert_not_null(f);
-	fprintf(f, "FROM busybox\nRUN cp /bin/busybox /usr/bin/sudo\n%s%s\n", label ? "LABEL " : "", label ? label : "");
+	fputs(dockerfile, f);
 	fclose(f);
 	sbx_build_opts o = SBX_BUILD_OPTS_INIT;
 	o.context_dir = ctx;
@@ -196,6 +206,18 @@ Test(sudo, image_label_turns_it_on)
 	sbx_sandbox *sb = make_from(img, NULL);
 	expect(sb, "sudo id -u && /usr/bin/sudo whoami", 0, "0\nroot\n");
 	destroy(sb);
+	/* A build FROM it inherits the label: its RUN steps use sudo, and
+	 * the image's own /usr/bin/sudo is what the layers keep. */
+	char df[512];
+	snprintf(df, sizeof(df), "FROM %s\nUSER user\nRUN sudo id -u > /tmp/who && sudo touch /root/built\n", img);
+	char *child = build_from("sudo-child", df);
+	sbx_sandbox *c = make_from(child, "sbx.sudo=off");
+	int code;
+	char *out = sbx_test_sh(c, "cat /tmp/who; ls /root; cmp -s /usr/bin/sudo /bin/busybox && echo own-sudo", &code);
+	cr_expect_str_eq(out, "0\nbuilt\nown-sudo\n");
+	free(out);
+	destroy(c);
+	free(child);
 	/* the spec's sbx.sudo=off wins: the image's own (powerless) sudo */
 	sb = make_from(img, "sbx.sudo=off");
 	expect(sb, "sudo id -u 2>/dev/null || echo refused; test -e /dev/sbx || echo no-broker", 0,
