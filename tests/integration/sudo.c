@@ -301,6 +301,12 @@ Test(sudo, hostile_clients_leave_init_responsive)
 		cr_expect_str_eq(out, "opened 200\n");
 		free(out);
 		alive(sb);
+		/* A pipe whose mutex a process inside holds, left to the
+		 * broker to close last: only that handler waits on it. */
+		out = run_as(sb, "1000", "/client pipelock", NULL, &code, NULL);
+		cr_expect(strstr(out, "no-such-user"), "pipelock: %s", out);
+		free(out);
+		alive(sb);
 		/* A client that leaves takes its command with it. */
 		out = run_as(sb, "1000", "/client leave 'sleep 1000'", NULL, &code, NULL);
 		cr_expect_str_eq(out, "left\n");

@@ -95,6 +95,30 @@ int main(int argc, char **argv)
 		for (int i = 0; i < n; i++)
 			conn();
 		printf("opened %d\n", n);
+	} else if (!strcmp(mode, "pipelock")) {
+		/* The attack init must never be exposed to: the read end of a
+		 * pipe whose mutex a process of ours holds (splice from an idle
+		 * socket into the pipe waits with it held), sent with a
+		 * request the broker refuses, our own copy closed: the
+		 * broker's close of it is the last one, and blocks. */
+		int p[2], sv[2];
+		if (pipe(p) < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+			return 3;
+		if (fork() == 0) {
+			setsid();
+			close(p[0]);
+			(void)!splice(sv[0], NULL, p[1], NULL, 4096, 0);
+			_exit(0);
+		}
+		close(p[1]);
+		usleep(200000);
+		int fd = conn();
+		request(&m, buf, sizeof(buf), "true");
+		sbx__msg_add_str(&m, T_USER, "no-such-user");
+		int fds[3] = { p[0], p[0], p[0] };
+		sbx__msg_send(fd, &m, fds, 3);
+		close(p[0]);
+		answer(fd);
 	} else if (!strcmp(mode, "leave")) {
 		/* Starts a long command, then goes away without waiting. */
 		int fd = conn();
