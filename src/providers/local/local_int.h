@@ -207,6 +207,9 @@ int sbx__init_spawn(pid_t *pid_out, int *pidfd_out, const struct sbx_spawn_opts 
 int sbx__local_listen(const char *base, int *fd_out, sbx_error **err);
 /* M_SETUP with the listener and the exec cgroup dir; with MSG_DONTWAIT in
  * flags, -EAGAIN (no error set) when it does not fit in the socket now. */
+/* sudo_policy.c: the label sbx.sudo (spec over image): *on = 1 for
+ * "nopasswd", 0 for "off" or none; -EINVAL naming the label otherwise. */
+int sbx__local_sudo_policy(int *on, const sbx_image *img, const sbx_sandbox_opts *o, sbx_error **err);
 int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const struct sbx_idmap *idm,
 			  const sbx_image *img, const sbx_sandbox_opts *o, int flags, sbx_error **err);
 int sbx__local_send_go(struct local_sb *sb, int sync, sbx_error **err);
