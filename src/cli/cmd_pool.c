@@ -61,20 +61,62 @@ static unsigned count_ready(const char *ready)
 	return n;
 }
 
-static int make_one(sbx_runtime *rt, const sbx_sandbox_opts *o, const char *ready, sbx_error **err)
+/* The host pid of a sandbox's init, from the listing (0 when unknown). */
+static pid_t init_of(sbx_runtime *rt, const char *label, const char *id)
+{
+	sbx_sandbox_info *v = NULL;
+	size_t n = 0;
+	pid_t pid = 0;
+	const char *filter[] = { label, NULL };
+	if (sbx_sandbox_list(&v, &n, rt, NULL, filter, NULL) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].id, id))
+			pid = v[i].pid;
+	sbx_sandbox_info_free(v, n);
+	return pid;
+}
+
+/* One more ready sandbox. Its record, written whole before it appears
+ * (names with a leading dot are never taken), holds its init's pid and
+ * start time: the taker of `sbx run` kills it by them (xpool_hand_off). */
+static int make_one(sbx_runtime *rt, const sbx_sandbox_opts *o, const char *ready, const char *label,
+		    sbx_error **err)
 {
 	sbx_sandbox *sb = NULL;
 	int r = sbx_sandbox_create(&sb, rt, o, err);
 	if (r < 0)
 		return r;
-	_cleanup_free_ char *rec = xasprintf("%s/%s", ready, sbx_sandbox_id(sb));
-	int fd = open(rec, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		close(fd);
-	else
+	const char *id = sbx_sandbox_id(sb);
+	pid_t pid = init_of(rt, label, id);
+	_cleanup_free_ char *tmp = xasprintf("%s/.%s", ready, id);
+	_cleanup_free_ char *rec = xasprintf("%s/%s", ready, id);
+	_cleanup_free_ char *line = xasprintf("%d %llu\n", (int)pid, pid > 0 ? xpool_starttime(pid) : 0ULL);
+	r = sbx__write_file_atomic(tmp, line, strlen(line), 0600, err);
+	if (r == 0 && rename(tmp, rec) < 0)
 		r = sbx_error_setsys(err, -errno, errno, "pool: record %s", rec);
 	sbx_sandbox_free(sb);
 	return r;
+}
+
+/* Finishes the teardown of what takers killed (xpool_hand_off). */
+static void reap_dead(sbx_runtime *rt, const char *dir)
+{
+	_cleanup_free_ char *dead = xasprintf("%s/dead", dir);
+	DIR *d = opendir(dead);
+	struct dirent *e;
+	while (d && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		sbx_error *err = NULL;
+		if (sbx_sandbox_destroy_id(rt, NULL, e->d_name, &err) < 0 && err && err->code != -ENOENT)
+			fprintf(stderr, "sbx pool: destroy %s: %s\n", e->d_name, err->msg);
+		sbx_error_free(err);
+		_cleanup_free_ char *p = xasprintf("%s/%s", dead, e->d_name);
+		unlink(p);
+	}
+	if (d)
+		closedir(d);
 }
 
 /* Claims every ready sandbox as a taker would, and destroys it. */
@@ -111,7 +153,8 @@ static void report(int fd, const char *msg)
 }
 
 /* The keeper: never returns. status_fd gets "ok" once full, or why not. */
-static _Noreturn void keeper(const char *dir, sbx_sandbox_opts *o, unsigned size, int status_fd, int lock)
+static _Noreturn void keeper(const char *dir, const char *label, sbx_sandbox_opts *o, unsigned size, int status_fd,
+			    int lock)
 {
 	(void)lock; /* held until we exit */
 	sigset_t ss;
@@ -122,9 +165,13 @@ static _Noreturn void keeper(const char *dir, sbx_sandbox_opts *o, unsigned size
 	sigprocmask(SIG_BLOCK, &ss, NULL);
 	int sfd = signalfd(-1, &ss, SFD_CLOEXEC);
 	_cleanup_free_ char *ready = xasprintf("%s/ready", dir);
+	_cleanup_free_ char *dead = xasprintf("%s/dead", dir);
 	int ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (ino >= 0)
-		inotify_add_watch(ino, ready, IN_MOVED_FROM | IN_DELETE);
+	if (ino >= 0 && (inotify_add_watch(ino, ready, IN_MOVED_FROM | IN_DELETE) < 0 ||
+			 inotify_add_watch(ino, dead, IN_MOVED_TO) < 0)) {
+		close(ino);
+		ino = -1; /* then it looks every 100 ms */
+	}
 	sbx_runtime *rt = cli_runtime();
 	if (!rt || sfd < 0) {
 		report(status_fd, "cannot open the runtime");
@@ -133,11 +180,12 @@ static _Noreturn void keeper(const char *dir, sbx_sandbox_opts *o, unsigned size
 	unsigned fails = 0;
 	int stop = 0;
 	while (!stop) {
+		reap_dead(rt, dir);
 		unsigned n = count_ready(ready);
 		sbx_error *err = NULL;
 		double wait_s = -1;
 		if (n < size) {
-			if (make_one(rt, o, ready, &err) < 0) {
+			if (make_one(rt, o, ready, label, &err) < 0) {
 				if (++fails >= MAX_FAILS && status_fd >= 0) {
 					_cleanup_free_ char *m = xasprintf("%s", err && err->msg ? err->msg : "create failed");
 					report(status_fd, m);
@@ -165,6 +213,7 @@ static _Noreturn void keeper(const char *dir, sbx_sandbox_opts *o, unsigned size
 		}
 	}
 	drain(rt, dir);
+	reap_dead(rt, dir);
 	sbx_runtime_free(rt);
 	_cleanup_free_ char *info = xasprintf("%s/info.json", dir);
 	unlink(info);
@@ -172,6 +221,7 @@ static _Noreturn void keeper(const char *dir, sbx_sandbox_opts *o, unsigned size
 	/* Emptied by their takers as they finish; the dirs stay while in use. */
 	rmdir(ready);
 	rmdir(taken);
+	rmdir(dead);
 	rmdir(dir);
 	_exit(stop == 2 ? EXIT_FAIL : EXIT_OK);
 }
@@ -195,7 +245,7 @@ static int pool_start(int argc, char **argv)
 	unsigned long size = 4;
 	double wait_s = 120;
 	int i, code = EXIT_USAGE;
-	char *dir = NULL, *ready = NULL, *taken = NULL, *lockp = NULL, *label = NULL;
+	char *dir = NULL, *ready = NULL, *taken = NULL, *dead = NULL, *lockp = NULL, *label = NULL;
 	for (i = 2; i < argc && argv[i][0] == '-'; i++) {
 		if (cli_is_help(argv[i])) {
 			printf("%s", pool_help);
@@ -248,10 +298,12 @@ static int pool_start(int argc, char **argv)
 	dir = xpool_path(rt, name, NULL);
 	ready = xpool_path(rt, name, "ready");
 	taken = xpool_path(rt, name, "taken");
+	dead = xpool_path(rt, name, "dead");
 	lockp = xpool_path(rt, name, "keeper.lock");
 	sbx_runtime_free(rt);
 	sbx_error *err = NULL;
-	if (sbx__mkdir_p(ready, 0700, &err) < 0 || sbx__mkdir_p(taken, 0700, &err) < 0) {
+	if (sbx__mkdir_p(ready, 0700, &err) < 0 || sbx__mkdir_p(taken, 0700, &err) < 0 ||
+	    sbx__mkdir_p(dead, 0700, &err) < 0) {
 		code = cli_fail("pool start", err);
 		goto out;
 	}
@@ -291,7 +343,7 @@ static int pool_start(int argc, char **argv)
 		if (fork() != 0)
 			_exit(0);
 		write_info(dir, name, f.o.image, (unsigned)size, getpid());
-		keeper(dir, &f.o, (unsigned)size, st[1], lock);
+		keeper(dir, label, &f.o, (unsigned)size, st[1], lock);
 	}
 	close(st[1]);
 	close(lock);
@@ -314,6 +366,7 @@ out:
 	free(dir);
 	free(ready);
 	free(taken);
+	free(dead);
 	free(lockp);
 	free(label);
 	spec_flags_free(&f);

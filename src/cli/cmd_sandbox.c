@@ -156,7 +156,8 @@ int cmd_run(int argc, char **argv)
 	int timed_out = 0;
 	code = run_cmd(sb, argv + i, shell, &eo, in, tty, &timed_out);
 	double t2 = sbx__now_mono();
-	if (sbx_sandbox_destroy(sb, &err) < 0) {
+	/* A pooled one is killed now and its keeper tears it down. */
+	if (xpool_hand_off(&taken) < 0 && sbx_sandbox_destroy(sb, &err) < 0) {
 		cli_fail("run: destroy", err);
 		code = code ? code : EXIT_FAIL;
 	}

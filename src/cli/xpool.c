@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../core/runtime_int.h"
@@ -80,9 +82,21 @@ int xpool_keeper_alive(const char *pool_dir)
 	return flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
 }
 
+/* "<init pid> <init start>" of a ready record. */
+static void read_init(struct xpool_taken *t)
+{
+	char buf[64];
+	_cleanup_close_ int fd = open(t->record, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	buf[n > 0 ? n : 0] = '\0';
+	int pid = 0;
+	if (sscanf(buf, "%d %llu", &pid, &t->init_start) == 2 && pid > 0)
+		t->init = pid;
+}
+
 int xpool_take(sbx_sandbox **sb, struct xpool_taken *t, sbx_runtime *rt, const sbx_sandbox_opts *o)
 {
-	t->record = NULL;
+	memset(t, 0, sizeof(*t));
 	char name[17];
 	xpool_name(name, o);
 	_cleanup_free_ char *ready = xpool_path(rt, name, "ready");
@@ -104,6 +118,8 @@ int xpool_take(sbx_sandbox **sb, struct xpool_taken *t, sbx_runtime *rt, const s
 			/* Gone meanwhile (`sbx gc --all`): drop it, take the next. */
 			if (sbx_sandbox_open(sb, rt, o->provider, e->d_name, &err) == 0) {
 				t->record = steal_ptr(&to);
+				t->dead = xasprintf("%s/xpool/%s/dead/%s", sbx_runtime_state_dir(rt), name, e->d_name);
+				read_init(t);
 				got = 1;
 			} else {
 				sbx_error_free(err);
@@ -135,7 +151,27 @@ void xpool_done(struct xpool_taken *t)
 	if (t->record)
 		unlink(t->record);
 	free(t->record);
-	t->record = NULL;
+	free(t->dead);
+	t->record = t->dead = NULL;
+}
+
+int xpool_hand_off(struct xpool_taken *t)
+{
+	if (!t->record || t->init <= 0)
+		return -1;
+	_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, t->init, 0);
+	/* The pidfd pins the process: checked once, it cannot be another. */
+	if (pfd < 0 || xpool_starttime(t->init) != t->init_start ||
+	    syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) < 0)
+		return -1;
+	/* Killed: nothing of it runs any more. The keeper (inotify on dead/)
+	 * or `sbx gc` does the rest. */
+	if (rename(t->record, t->dead) < 0)
+		return -1; /* the caller's destroy finishes it */
+	free(t->record);
+	free(t->dead);
+	t->record = t->dead = NULL;
+	return 0;
 }
 
 /* taken/<id>.<pid>.<start> of `id`, or NULL. */
@@ -176,6 +212,12 @@ int xpool_orphan(sbx_runtime *rt, const sbx_sandbox_info *i, int dry)
 	_cleanup_free_ char *dir = xpool_path(rt, name, NULL);
 	_cleanup_free_ char *taken = xpool_path(rt, name, "taken");
 	_cleanup_free_ char *ready = xasprintf("%s/ready/%s", dir, i->id);
+	_cleanup_free_ char *dead = xasprintf("%s/dead/%s", dir, i->id);
+	if (access(dead, F_OK) == 0) {
+		if (!dry)
+			unlink(dead);
+		return 1; /* killed by its taker, its cleanup left undone */
+	}
 	pid_t pid = 0;
 	unsigned long long start = 0;
 	_cleanup_free_ char *rec = find_taken(taken, i->id, &pid, &start);
@@ -239,13 +281,14 @@ void xpool_sweep(sbx_runtime *rt, const sbx_sandbox_info *v, size_t n)
 			continue;
 		_cleanup_free_ char *ready = xpool_path(rt, e->d_name, "ready");
 		_cleanup_free_ char *taken = xpool_path(rt, e->d_name, "taken");
+		_cleanup_free_ char *dead = xpool_path(rt, e->d_name, "dead");
 		prune(ready, v, n);
 		prune(taken, v, n);
+		prune(dead, v, n);
 		/* A dead keeper's pool with nothing left in use goes. */
-		if (rmdir(ready) == 0 || errno == ENOENT) {
-			if (rmdir(taken) == 0 || errno == ENOENT)
-				sbx__rm_rf(dir, NULL);
-		}
+		if ((rmdir(ready) == 0 || errno == ENOENT) && (rmdir(dead) == 0 || errno == ENOENT) &&
+		    (rmdir(taken) == 0 || errno == ENOENT))
+			sbx__rm_rf(dir, NULL);
 	}
 	if (d)
 		closedir(d);

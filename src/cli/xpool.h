@@ -10,6 +10,9 @@
  *   ready/<id>                   idle, owned by the keeper
  *   taken/<id>.<pid>.<start>     claimed by process pid (start: its start
  *                                time, against pid reuse), in use by it
+ *   dead/<id>                    killed by its taker (`sbx run`), left for the
+ *                                keeper (or `sbx gc`) to clean up
+ * A ready record holds "<init pid> <init start>" of its sandbox.
  * <state>/xpool/.given/<id>      handed to `sbx create`: an ordinary sandbox now
  *
  * Pooled sandboxes are created detached and labelled sbx.xpool=<name>, so
@@ -33,6 +36,9 @@ char *xpool_path(sbx_runtime *rt, const char *name, const char *sub);
 /* A sandbox taken from a pool, or none. */
 struct xpool_taken {
 	char *record; /* taken/<id>.<pid>.<start> path, NULL when none */
+	char *dead;   /* its dead/<id> path */
+	pid_t init;   /* the sandbox's init on the host, 0 when unknown */
+	unsigned long long init_start;
 };
 /*
  * Takes a ready sandbox of the pool matching `o`, if a pool exists and holds
@@ -43,6 +49,11 @@ int xpool_take(sbx_sandbox **sb, struct xpool_taken *t, sbx_runtime *rt, const s
 void xpool_give(struct xpool_taken *t, sbx_runtime *rt, const char *id);
 /* After `sbx run` destroyed it: drops the record. */
 void xpool_done(struct xpool_taken *t);
+/* Instead of a destroy, for `sbx run`: kills the sandbox's init (and so
+ * every process in it) now and leaves the rest of the teardown (mounts,
+ * writable layer, cgroups, state) to the keeper. 0, or -1 when it cannot
+ * (then destroy it as usual). */
+int xpool_hand_off(struct xpool_taken *t);
 
 /* For `sbx gc`: 1 when the pooled sandbox `i` has nobody left to answer for
  * it (its keeper or taker died), 0 when somebody does, -1 when not pooled.

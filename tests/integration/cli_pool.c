@@ -3,9 +3,10 @@
  * `sbx pool` (src/cli/cmd_pool.c, xpool.c): warm pools kept by a keeper
  * process and taken by other sbx processes. The real CLI on the test's state
  * dir: takes are atomic across concurrent CLIs, the keeper refills, stop
- * leaves nothing, a keeper killed with SIGKILL leaves its sandboxes to
- * `sbx gc`, and a spec that differs from the pool's is a cold create.
+ * leaves nothing, a keeper killed with SIGKILL leaves its sandboxes (idle
+ * ones, and one `sbx run` killed and left for it to clean up) to `sbx gc`, and a spec that differs from the pool's is a cold create.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
@@ -205,11 +206,23 @@ Test(cli_pool, killed_keeper_is_collected_by_gc)
 	pid_t keeper = (pid_t)json_integer_value(json_object_get(j, "keeper"));
 	json_decref(j);
 	cr_assert_gt(keeper, 0);
+	/* A run hands its killed sandbox to a keeper that never gets to it. */
+	cr_assert_eq(kill(keeper, SIGSTOP), 0);
+	cr_assert_eq(cli(NULL, 0, (const char *[]){ "sbx", "run", "busybox", "--", "true", NULL }), 0);
+	snprintf(path, sizeof(path), "%s/xpool/%s/dead", sbx_runtime_state_dir(rt), name);
+	DIR *d = opendir(path);
+	cr_assert_not_null(d);
+	int dead = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL)
+		dead += e->d_name[0] != '.';
+	closedir(d);
+	cr_expect_eq(dead, 1, "sbx run from the pool left %d dead records, want 1", dead);
 	cr_assert_eq(kill(keeper, SIGKILL), 0);
 	/* Its lock goes with it. */
 	while (kill(keeper, 0) == 0)
 		usleep(10000);
-	cr_expect_eq(pooled(name), 2);
+	cr_expect_eq(pooled(name), 2, "a killed keeper: %zu sandboxes, want 1 ready and 1 dead", pooled(name));
 	cr_assert_eq(cli(NULL, 0, (const char *[]){ "sbx", "gc", NULL }), 0);
 	cr_expect_eq(pooled(name), 0, "gc left %zu of a dead keeper's sandboxes", pooled(name));
 	snprintf(path, sizeof(path), "%s/xpool/%s", sbx_runtime_state_dir(rt), name);
