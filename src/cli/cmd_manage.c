@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include <sbx/backend.h>
+#include <sbx/sys/provider.h>
 
 #include "../util/alloc.h"
 #include "../util/fs.h"
@@ -294,7 +295,7 @@ int cmd_gc(int argc, char **argv)
 	sbx_sandbox_info_free(v, n);
 	v = NULL;
 	/* Warm pools' records of what is gone now, and dead keepers' pools. */
-	if (!dry && !label && !strcmp(provider, "local") &&
+	if (!dry && !label && !strcmp(provider, sbx_provider_host()->name) &&
 	    sbx_sandbox_list(&v, &n, rt, provider, NULL, &err) == 0) {
 		xpool_sweep(rt, v, n);
 		sbx_sandbox_info_free(v, n);

@@ -3,7 +3,7 @@
  * `sbx serve --pool N`: warm pools (include/sbx/pool.h) in the server's
  * runtime, one per template it is told to serve warm (--pool-template,
  * default "base"), each of the spec an E2B create of that template with no
- * metadata and no envVars gets (control.c). Such a create is a hand-out. A
+ * metadata and no envVars is given by control.c. Such a create is a hand-out. A
  * create that matches no pool (metadata, envVars, another template, another
  * network) is a cold create, as without --pool.
  *
