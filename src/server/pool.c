@@ -8,10 +8,10 @@
  * network) is a cold create, as without --pool.
  *
  * Pooled sandboxes are never detached (the library's rule, so `sbx gc`
- * collects a crashed server's idle ones): a handed-out one belongs to the
- * server process like a detached one would, but a server that exits without
- * --destroy-on-exit leaves it to `sbx gc` rather than to its next start.
- * sbx_runtime_free() at exit destroys the idle ones.
+ * collects a crashed server's idle ones): a handed-out one is re-adopted by
+ * the next start like a detached one, unless an `sbx gc` ran while the
+ * server was down (it counts as leaked then). sbx_runtime_free() at exit
+ * destroys the idle ones.
  */
 #include <errno.h>
 #include <stdlib.h>
