@@ -143,7 +143,8 @@ void xpool_give(struct xpool_taken *t, sbx_runtime *rt, const char *id)
 	if (rename(t->record, to) < 0)
 		unlink(t->record);
 	free(t->record);
-	t->record = NULL;
+	free(t->dead);
+	t->record = t->dead = NULL;
 }
 
 void xpool_done(struct xpool_taken *t)
