@@ -22,6 +22,7 @@
 #include "../util/cleanup.h"
 #include "../util/fs.h"
 #include "../util/sha256.h"
+#include "../util/str.h"
 #include "xpool.h"
 
 void xpool_name(char out[17], const sbx_sandbox_opts *o)
@@ -30,7 +31,12 @@ void xpool_name(char out[17], const sbx_sandbox_opts *o)
 	k.ttl_s = 0;
 	k.detach = 0;
 	k.provider = NULL;
-	_cleanup_free_ char *key = sbx__pool_key(o->provider ? o->provider : "-", &k, (char *const *)o->labels);
+	/* With the labels a create here would add (sbx.launcher, sbx.run_id):
+	 * a taker of another run id must not get a sandbox labelled with the
+	 * keeper's, or `sbx gc --run-id` would miss it. */
+	char **labels = sbx__create_labels(o, NULL);
+	_cleanup_free_ char *key = sbx__pool_key(o->provider ? o->provider : "-", &k, labels);
+	sbx__strv_free(labels);
 	char hex[SBX_SHA256_HEX_LEN + 1];
 	sbx__sha256_hex(hex, key, strlen(key));
 	memcpy(out, hex, 16);

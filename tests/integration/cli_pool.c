@@ -245,6 +245,13 @@ Test(cli_pool, other_spec_is_a_cold_create)
 			 (const char *[]){ "sbx", "run", "--env", "POOLED=1", "busybox", "--", "sh", "-c",
 					   "echo $POOLED", NULL }), 0);
 	cr_expect_str_eq(out, "1");
+	/* Another run id is another owner: a cold create, labelled with its own. */
+	setenv("SBX_RUN_ID", "other-run", 1);
+	cr_assert_eq(cli(id, sizeof(id), (const char *[]){ "sbx", "create", "--env", "POOLED=1", "busybox", NULL }), 0);
+	unsetenv("SBX_RUN_ID");
+	cr_expect(!has_label(id, label), "a create of another SBX_RUN_ID took from the pool");
+	cr_expect(has_label(id, "sbx.run_id=other-run"));
+	destroy_id(id);
 	cr_assert_eq(cli(NULL, 0, (const char *[]){ "sbx", "pool", "stop", name, NULL }), 0);
 	cr_expect_eq(pooled(name), 0);
 }
