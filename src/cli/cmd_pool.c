@@ -218,10 +218,16 @@ static _Noreturn void keeper(const char *dir, const char *label, sbx_sandbox_opt
 	_cleanup_free_ char *info = xasprintf("%s/info.json", dir);
 	unlink(info);
 	_cleanup_free_ char *taken = xasprintf("%s/taken", dir);
-	/* Emptied by their takers as they finish; the dirs stay while in use. */
+	/* Emptied by their takers as they finish; the dirs stay while in use.
+	 * The lock's path goes last (a starter checks that the file it locked
+	 * is still the one at the path), its flock when we exit. */
 	rmdir(ready);
 	rmdir(taken);
 	rmdir(dead);
+	_cleanup_free_ char *logp = xasprintf("%s/keeper.log", dir);
+	_cleanup_free_ char *lockp = xasprintf("%s/keeper.lock", dir);
+	unlink(logp);
+	unlink(lockp);
 	rmdir(dir);
 	_exit(stop == 2 ? EXIT_FAIL : EXIT_OK);
 }
@@ -302,18 +308,26 @@ static int pool_start(int argc, char **argv)
 	lockp = xpool_path(rt, name, "keeper.lock");
 	sbx_runtime_free(rt);
 	sbx_error *err = NULL;
-	if (sbx__mkdir_p(ready, 0700, &err) < 0 || sbx__mkdir_p(taken, 0700, &err) < 0 ||
-	    sbx__mkdir_p(dead, 0700, &err) < 0) {
+	if (sbx__mkdir_p(dir, 0700, &err) < 0) {
 		code = cli_fail("pool start", err);
 		goto out;
 	}
+	/* The lock first: a keeper on its way out removes the dirs. */
 	int lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0) {
-		fprintf(stderr, "sbx pool start: pool %s (%s) is kept already (sbx pool stop %s)\n", name, f.o.image,
-			name);
+	struct stat a, b;
+	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0 || fstat(lock, &a) < 0 || stat(lockp, &b) < 0 ||
+	    a.st_ino != b.st_ino) {
+		fprintf(stderr, "sbx pool start: pool %s (%s) is kept already, or its keeper is stopping "
+				"(sbx pool ls)\n", name, f.o.image);
 		if (lock >= 0)
 			close(lock);
 		code = EXIT_FAIL;
+		goto out;
+	}
+	if (sbx__mkdir_p(ready, 0700, &err) < 0 || sbx__mkdir_p(taken, 0700, &err) < 0 ||
+	    sbx__mkdir_p(dead, 0700, &err) < 0) {
+		close(lock);
+		code = cli_fail("pool start", err);
 		goto out;
 	}
 	/* The spec's sandboxes: detached (they outlive a taker's hand-out),
