@@ -347,6 +347,7 @@ static int pool_start(int argc, char **argv)
 	if (pid == 0) {
 		close(st[0]);
 		setsid();
+		(void)!chdir("/"); /* pins no directory of the starter's */
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		_cleanup_free_ char *logp = xasprintf("%s/keeper.log", dir);
 		int log = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -373,7 +374,7 @@ static int pool_start(int argc, char **argv)
 		code = EXIT_OK;
 	} else {
 		fprintf(stderr, "sbx pool start: pool %s (%s): %s\n", name, f.o.image,
-			n > 0 ? msg : n == 0 ? "the keeper died (see its keeper.log)" : "not full in time (still filling)");
+			n > 0 ? msg : n == 0 ? "the keeper died (see its keeper.log)" : "not full within --wait; its keeper goes on filling it (sbx pool ls, sbx pool stop NAME)");
 		code = EXIT_FAIL;
 	}
 out:
