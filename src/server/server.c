@@ -372,7 +372,8 @@ static int serve(struct server *srv, sbx_error **err)
 	ro.log_level = SBX_LOG_WARN;
 	if ((r = sbx_runtime_new(&srv->rt, &ro, err)) < 0)
 		return r;
-	if ((r = sbx__srv_state_open(srv, err)) < 0 || (r = sbx__srv_state_reconcile(srv, err)) < 0)
+	if ((r = sbx__srv_state_open(srv, err)) < 0 || (r = sbx__srv_state_reconcile(srv, err)) < 0 ||
+	    (r = sbx__srv_pool_start(srv, err)) < 0)
 		return r;
 	if ((r = sbx__srv_relays_start(srv, err)) < 0)
 		return r;
@@ -463,6 +464,7 @@ out:
 	sbx__dt_free(srv);
 	sbx__srv_state_close(srv);
 	sbx_runtime_free(srv->rt);
+	sbx__srv_pool_free(srv);
 	free(srv->v);
 	free(srv->key_path);
 	free(srv->api_key);

@@ -142,6 +142,7 @@ struct server {
 	int abandoned;                /* stopped with connection threads still busy */
 	struct srv_relays *relays;    /* proxied connections (relay.c) */
 	struct dt_state *daytona;     /* the Daytona API's snapshots and credentials (daytona/) */
+	char **pool_keys;             /* specs kept warm (pool.c) */
 };
 
 /* Waits for the Daytona API's snapshot builds and frees its state (daytona/snapshot.c). */
@@ -495,6 +496,14 @@ extern sbx__lazy_lib sbx__lazy_mhd, sbx__lazy_sqlite, sbx__lazy_zlib;
 /* A create's labels (sbx.server, e2b.template, e2b.meta.K from META) and
  * env ("K=V" from ENVS), appended to *labels and *env (control.c; the
  * Daytona API's create uses it too, so both list and reap alike). */
+/* ---- pool.c: --pool N ----------------------------------------------------- */
+
+/* Adds the warm pools of --pool and waits until they are full. */
+int sbx__srv_pool_start(struct server *srv, sbx_error **err);
+/* 1 when a pool holds sandboxes of spec `o` (its detach ignored). */
+int sbx__srv_pooled(const struct server *srv, const sbx_sandbox_opts *o);
+void sbx__srv_pool_free(struct server *srv);
+
 void sbx__srv_create_lists(char ***labels, char ***env, const struct server *srv, const char *template_id,
 			   json_t *meta, json_t *envs);
 

@@ -120,7 +120,10 @@ unsigned sbx__local_storage_mb(struct local_ctx *c, const sbx_sandbox_opts *o);
 struct local_ctx {
 	sbx_runtime *rt;
 	char *dir;          /* <state>/local */
-	struct cg_layout cg;
+	struct cg_layout cg_; /* through sbx__local_cg(): detected at first use */
+	pthread_mutex_t cg_lock;
+	int cg_state;        /* 0 not yet, 1 detected, else the negative errno */
+	char *cg_msg;        /* why the detection failed */
 	struct sbx_nspool pool;
 	struct sbx_scratch scratch;
 };
@@ -164,6 +167,14 @@ int sbx__cg_remove(const struct cg_layout *cg, const char *id, sbx_error **err);
 /* Ids of every sandbox group under our parent (for GC); owned strv. */
 char **sbx__cg_list(const struct cg_layout *cg);
 const char *sbx__cg_mode_name(enum cg_mode m);
+/* The host's cgroup layout, detected (and our parent groups made) at the
+ * first call that needs it: a runtime that only opens a sandbox to exec in
+ * it (`sbx exec`) reads no mountinfo and makes and removes no group.
+ * sbx__local_cg_check() reports a failed detection (SBX_CGROUP names a
+ * version that is not mounted); sbx__local_cg() then gives the layout of
+ * mode none. */
+int sbx__local_cg_check(struct local_ctx *c, sbx_error **err);
+struct cg_layout *sbx__local_cg(struct local_ctx *c);
 /* Memory limit of a sandbox whose spec sets none (SBX_DEFAULT_MEMORY, else
  * a quarter of the host's RAM within 256 MiB..8 GiB; 0 = none). */
 unsigned sbx__cg_default_memory_mb(void);

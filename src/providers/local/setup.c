@@ -136,7 +136,8 @@ int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const str
 	struct sbx_msg m;
 	/* v1 with a CPU quota: the group commands join (init stays out). A
 	 * host whose cpu hierarchy is missing has no quota to leave out. */
-	_cleanup_close_ int run = o->cpus > 0 && sb->ctx->cg.mode == CG_V1 ? sbx__cg_cpu_run_fd(&sb->ctx->cg, sb->id) : -1;
+	struct cg_layout *cgl = sbx__local_cg(sb->ctx);
+	_cleanup_close_ int run = o->cpus > 0 && cgl->mode == CG_V1 ? sbx__cg_cpu_run_fd(cgl, sb->id) : -1;
 	build_setup(&m, buf, cap, sb, prog, prog_len, img, idm, run >= 0, sudo, o);
 	if (m.overflow) {
 		cap = SBX_MSG_MAX;
@@ -158,7 +159,7 @@ int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const str
 			fds[n++] = upper_ns;
 		}
 	}
-	int cg = sbx__cg_exec_dirfd(&sb->ctx->cg, sb->id);
+	int cg = sbx__cg_exec_dirfd(sbx__local_cg(sb->ctx), sb->id);
 	/* init runs as the slot's root: the exec group is delegated to it, as
 	 * a container manager delegates a subtree (its limits stay the host's). */
 	if (cg >= 0 && idm->userns >= 0 &&
