@@ -296,3 +296,50 @@ Test(snapshots, auto_resume_by_a_routed_port)
 	free(v);
 	srv_stop(&S);
 }
+
+struct fork_job {
+	char path[128];
+	struct resp r;
+	volatile int done;
+};
+
+static void *fork_thread(void *arg)
+{
+	struct fork_job *j = arg;
+	j->r = api("POST", j->path, "{\"count\":8,\"timeout\":120}", 300000);
+	j->done = 1;
+	return NULL;
+}
+
+/* A fork (or snapshot) holds the parent against pause and resume while it
+ * copies; the parent still runs, so its ports must not answer "paused". */
+Test(snapshots, ports_of_a_running_parent_answer_during_a_fork)
+{
+	srv_start(&S, NULL, 0);
+	struct sbref a;
+	cr_assert_eq(create_sb(&a, "{\"templateID\":\"base\",\"timeout\":600}"), 201);
+	start_helper(&a, 8000);
+	/* files to copy: the fork's hold lasts while they are */
+	run(&a, "mkdir -p /tmp/many && cd /tmp/many && for i in {1..2000}; do echo $i > f$i; done");
+	struct fork_job job = { .done = 0 };
+	snprintf(job.path, sizeof(job.path), "/sandboxes/%s/fork", a.id);
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, fork_thread, &job), 0);
+	long bad = 0, n = 0;
+	char last[256] = "";
+	while (!job.done) {
+		struct resp r = preq(a.id, 8000);
+		n++;
+		if (r.status != 200) {
+			bad++;
+			snprintf(last, sizeof(last), "%ld %s", r.status, r.body ? r.body : "");
+		}
+		free(r.body);
+	}
+	pthread_join(t, NULL);
+	cr_assert_eq(job.r.status, 201, "fork: %ld %s", job.r.status, job.r.body);
+	free(job.r.body);
+	cr_assert_eq(bad, 0, "%ld of %ld requests to the running parent's port failed during its fork, last: %s", bad,
+		     n, last);
+	srv_stop(&S);
+}
