@@ -135,8 +135,14 @@ def row(what, sbx, peer_name, peer, unit, target=None, ok=None, ratio=None, note
         except TypeError:
             met = "not measured"
     return {"what": what, "sbx": fmt(sbx, unit) + note, "peer": peer_name and
-            f"{peer_name} {fmt(peer, unit)}" or "—", "ratio": f"{ratio:.2f}x" if ratio is not None else "—",
+            f"{peer_name} {fmt(peer, unit)}" or "—", "ratio": ratio_str(ratio),
             "target": target or "—", "met": met or "—"}
+
+
+def ratio_str(r):
+    if r is None:
+        return "—"
+    return f"{r:.3f}x" if r < 0.1 else f"{r:.2f}x"
 
 
 def le(x):
@@ -224,8 +230,9 @@ def turn(d):
     layer = median(os.path.join(d, "turn-layer.samples"))
     return [row("agent turn `sbx_episode_turn(true)`, median", t, "bwrap `true`",
                 median(os.path.join(d, "turn-bwrap.samples")), "ms", "≤ 2 ms per turn", lambda r, v: v <= 2.0),
-            row("turn layer (turn minus its exec), median", layer, "bare exec `sh -c true`",
-                median(os.path.join(d, "turn-exec-sh.samples")), "ms")], host
+            row("agent turn against the same exec without a turn (`sh -c true`, timeout, cap, user), median", t,
+                "exec", median(os.path.join(d, "turn-exec-sh-timeout.samples")), "ms"),
+            row("turn layer (each turn minus its own exec), median", layer, "", None, "ms")], host
 
 
 STAT = re.compile(r"^(?P<label>.+?)\s+median\s+(?P<median>[\d.]+) ms\s+p90\s+(?P<p90>[\d.]+)", re.M)

@@ -58,11 +58,13 @@ class Render(unittest.TestCase):
         self.assertEqual(find(self.table, "cli", "`sbx run IMAGE -- true` (whole")[4:7],
                          ["3.00x", "≤ 0.7x bwrap", "**not met**"])
         c = find(self.table, "pool", "create from a warm pool (no TTL)")
-        self.assertEqual(c[2:7], ["0.25 ms", "cold create 5.00 ms", "0.05x", "≤ 0.1x cold", "**met**"])
+        self.assertEqual(c[2:7], ["0.25 ms", "cold create 5.00 ms", "0.050x", "≤ 0.1x cold", "**met**"])
         # pool.sh keeps no host.tsv: date from the dir's name, load and commit from its "host:" line
         self.assertEqual(c[7], "2026-12-04T12:00 (dir name), 1111aaa, load 7.00")
         self.assertEqual(find(self.table, "pool", "create from a warm pool (TTL")[6], "**not met**")
-        self.assertEqual(find(self.table, "turn", "agent turn")[4:7], ["0.25x", "≤ 2 ms per turn", "**met**"])
+        self.assertEqual(find(self.table, "turn", "agent turn `")[4:7], ["0.25x", "≤ 2 ms per turn", "**met**"])
+        self.assertEqual(find(self.table, "turn", "agent turn against")[2:5], ["1.50 ms", "exec 1.25 ms", "1.20x"])
+        self.assertEqual(find(self.table, "turn", "turn layer")[2:5], ["0.20 ms", "—", "—"])
         self.assertEqual(find(self.table, "serve", "`sbx serve` lifecycles/s")[2:5],
                          ["120.0/s", "sequential 40.0/s", "3.00x"])
         c = find(self.table, "exec-tty", "`sbx exec -t` `true`: wall")
