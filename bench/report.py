@@ -215,12 +215,14 @@ def exec_pair(d, cases, a, b, what, peer_name):
 
 
 def exec_stdio(d):
+    # the peer is whatever build BEFORE was: name its commit (with --run, this build itself)
+    before = tsv(os.path.join(d, "host.tsv")).get("before") or "?"
     return exec_pair(d, [("true", "`true`"), ("out10-null", "10 MiB out")], "after", "before",
-                     "`sbx exec`", "before build")
+                     "`sbx exec`", f"before ({before})")
 
 
 def exec_tty(d):
-    return exec_pair(d, [("true", "`true`"), ("out10-null", "10 MiB out")], "term", "pipes",
+    return exec_pair(d, [("true", "`true`"), ("out10-null", "10 MiB out")], "tty", "pipes",
                      "`sbx exec -t`", "pipes")
 
 
@@ -286,7 +288,7 @@ def serve(d):
     seq, con = j.get("sequential") or {}, j.get("concurrent") or {}
     p50 = (seq.get("total") or {}).get("p50")
     return [row("`sbx serve` lifecycle through the e2b SDK, sequential p50", p50, "", None, "ms"),
-            row(f"`sbx serve` lifecycles/s at concurrency {con.get('conc', '?')}", con.get("lifecycles_per_s"),
+            row(f"`sbx serve` lifecycles/s at concurrency {con.get('concurrency', '?')}", con.get("lifecycles_per_s"),
                 "sequential", seq.get("lifecycles_per_s"), "/s")], tsv(os.path.join(d, "host.tsv"))
 
 
