@@ -5,7 +5,7 @@
 #   make install  install the library, headers, CLI and the Python package (meson install;
 #               PREFIX via `meson configure build -Dprefix=...`, DESTDIR honoured)
 #   make bench-report  rewrite the summary table in docs/performance.md from build/bench-results/
-#               (BENCH_RUN=1: run every bench first, small sizes, ~10 min, as root)
+#               (BENCH_RUN=1: run every bench first, small sizes, 10-15 min, as root)
 #   make fuzz   build the libFuzzer harnesses with clang and run each FUZZ_MINUTES minutes
 BUILD ?= build
 ASAN  ?= build-asan

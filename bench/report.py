@@ -292,7 +292,7 @@ def serve(d):
                 "sequential", seq.get("lifecycles_per_s"), "/s")], tsv(os.path.join(d, "host.tsv"))
 
 
-# name, results-dir prefix, reader, what its --run runs (small sizes, ~10 min in all)
+# name, results-dir prefix, reader, what its --run runs (small sizes, 10-15 min in all, most of it the density steps to 5000)
 BENCHES = [
     ("lifecycle", "", lifecycle,
      lambda b: ["bash", "bench/lifecycle.sh", b, "--n", "200", "--rounds", "4", "--seconds", "5",
@@ -387,7 +387,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("build")
     ap.add_argument("--doc", default=os.path.join(SRC, "docs", "performance.md"))
-    ap.add_argument("--run", action="store_true", help="run every bench first (as root, about 10 minutes)")
+    ap.add_argument("--run", action="store_true", help="run every bench first (as root, 10-15 minutes)")
     ap.add_argument("--only", default="", help="with --run: comma-separated bench names")
     ap.add_argument("--stdout", action="store_true", help="print the table, do not rewrite the doc")
     a = ap.parse_args()
