@@ -41,11 +41,13 @@ static const char serve_help[] =
 	"  --proxy-idle-timeout S   close proxied connections (WebSockets too) idle for S seconds\n"
 	"                           (default 600; 0 = never)\n"
 	"  --max-proxy-connections N   open proxied connections per sandbox (default 256)\n"
+	"  --workers N              threads that run requests which may block (default 64); idle\n"
+	"                           connections and streams need none\n"
 	"  --no-access-log          do not log requests to stderr\n"
 	"  --rotate-key             write a new API key to DIR/server/api-key, print it, exit\n";
 
 enum { O_LISTEN = 256, O_STATE, O_IMAGE, O_PRINT, O_DEFAULT, O_DESTROY, O_INET, O_CPUS, O_MEM, O_STOR, O_MAX,
-       O_MAXT, O_NOLOG, O_ROTATE, O_IDLE, O_MAXC, O_MAXCIP, O_DOMAIN, O_PIDLE, O_MAXPX };
+       O_MAXT, O_NOLOG, O_ROTATE, O_IDLE, O_MAXC, O_MAXCIP, O_DOMAIN, O_PIDLE, O_MAXPX, O_WORKERS };
 
 static int parse_listen(struct srv_config *c, char *s)
 {
@@ -83,12 +85,13 @@ int cmd_serve(int argc, char **argv)
 		{ "domain", required_argument, NULL, O_DOMAIN },
 		{ "proxy-idle-timeout", required_argument, NULL, O_PIDLE },
 		{ "max-proxy-connections", required_argument, NULL, O_MAXPX },
+		{ "workers", required_argument, NULL, O_WORKERS },
 		{ NULL, 0, NULL, 0 },
 	};
 	char listen_buf[256] = "127.0.0.1:49999";
 	struct srv_config c = { .access_log = 1, .max_sandboxes = 2000, .max_timeout_s = 86400,
 				.idle_timeout_s = 60, .max_connections = 8192, .max_connections_per_ip = 4096,
-				.proxy_idle_timeout_s = 600, .max_proxy_connections = 256 };
+				.proxy_idle_timeout_s = 600, .max_proxy_connections = 256, .workers = 64 };
 	const char *state = sbx__env("SBX_STATE_DIR");
 	int rotate = 0, ch;
 	uint64_t u;
@@ -126,8 +129,11 @@ int cmd_serve(int argc, char **argv)
 		case O_MAXCIP:
 		case O_PIDLE:
 		case O_MAXPX:
+		case O_WORKERS:
 			if (sbx__parse_u64(&u, optarg) < 0 || u > UINT_MAX)
 				return cli_usage_error("serve", "expected a number, got '%s'", optarg);
+			if (ch == O_WORKERS && (u == 0 || u > 4096))
+				return cli_usage_error("serve", "--workers wants 1..4096, got '%s'", optarg);
 			if ((ch == O_MAXC || ch == O_MAXCIP || ch == O_MAXPX) && u == 0)
 				return cli_usage_error("serve", "--max-%sconnections%s must be at least 1",
 						       ch == O_MAXPX ? "proxy-" : "", ch == O_MAXCIP ? "-per-ip" : "");
@@ -143,6 +149,8 @@ int cmd_serve(int argc, char **argv)
 				c.proxy_idle_timeout_s = (unsigned)u;
 			else if (ch == O_MAXPX)
 				c.max_proxy_connections = (unsigned)u;
+			else if (ch == O_WORKERS)
+				c.workers = (unsigned)u;
 			else if (ch == O_MEM)
 				c.memory_mb = (unsigned)u;
 			else if (ch == O_STOR)

@@ -27,6 +27,7 @@ struct srv_config {
 	const char *domain;           /* getHost suffix ({port}-{id}.DOMAIN); NULL = <listen>.sslip.io:<port> */
 	unsigned proxy_idle_timeout_s; /* proxied connections idle this long close; 0 = never */
 	unsigned max_proxy_connections; /* per sandbox */
+	unsigned workers;             /* worker threads at most; 0 = SRV_WORKERS */
 };
 
 /* Runs the server until SIGINT/SIGTERM. Returns the process exit code. */
