@@ -647,5 +647,5 @@ void sbx__srv_envd_process(struct srv_req *r, struct srv_sandbox *s, const char 
 
 void sbx__srv_procs_release(struct srv_sandbox *s)
 {
-	(void)s; /* pump threads hold the sandbox; when it is freed the table is empty */
+	(void)s; /* pumps hold the sandbox; when it is freed the table is empty */
 }

@@ -87,6 +87,7 @@ static int declared_too_big(struct MHD_Connection *c, uint64_t cap)
 
 static void resume(struct srv_req *r)
 {
+	atomic_store(&r->busy, 0);
 	MHD_resume_connection(r->c);
 }
 
@@ -131,6 +132,7 @@ static void run_on_worker(struct srv_req *r, void (*fn)(void *))
 		r->final_done = 1;
 		return;
 	}
+	atomic_store(&r->busy, 1);
 	MHD_suspend_connection(r->c);
 	sbx__srv_pool_submit(r->srv, fn, r);
 }
@@ -175,6 +177,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			run_on_worker(r, begin_job);
 		return MHD_YES;
 	}
+	/* MHD goes on feeding the bytes it holds (the next chunk of a chunked
+	 * body) in the call that suspended the connection: left unconsumed,
+	 * they come again once the worker resumes it. */
+	if (atomic_load(&r->busy))
+		return MHD_YES;
 	if (*upload_data_size) {
 		/* MHD cannot answer in the middle of a body: a chunked body past
 		 * the cap ends the connection, without reading the rest. */

@@ -2,7 +2,7 @@
 /*
  * HTTP through a user port of a sandbox: one connection into the sandbox's
  * own network (sbx_sandbox_connect_port) per request, made on the
- * connection's thread like every other call of the server. The request
+ * worker like every other call of the server (http.c). The request
  * head goes out at once, the body follows as it arrives (Content-Length
  * kept, chunked re-chunked), then the response is read: its head parsed
  * (at most PROXY_BUF bytes), its body streamed to the client as the

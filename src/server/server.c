@@ -270,7 +270,7 @@ static void server_id_of(char out[17], const char *state_dir)
 	sbx__hex_encode(out, md, 8);
 }
 
-/* Waits (at most 10 s) until process pump threads let go of the sandboxes. */
+/* Waits (at most 10 s) until process pumps let go of the sandboxes. */
 static void drain(struct server *srv, int destroy)
 {
 	size_t n;

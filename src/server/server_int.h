@@ -96,7 +96,7 @@ struct sqlite3;
 
 /* One started process of a sandbox (envd's process table entry). */
 struct srv_proc {
-	struct srv_sandbox *owner;   /* the pump thread holds a reference */
+	struct srv_sandbox *owner;   /* the pump holds a reference */
 	struct server *srv;
 	sbx_process *p;
 	pid_t pid;
@@ -190,7 +190,7 @@ struct server {
 	pthread_mutex_t build_lock;
 	struct srv_build *builds;
 	unsigned port;
-	int abandoned;                /* stopped with connection threads still busy */
+	int abandoned;                /* stopped with workers still busy */
 	struct srv_relays *relays;    /* proxied connections (relay.c) */
 	struct srv_loop *loop;        /* the notifier (loop.c) */
 	struct srv_pool *pool;        /* the workers (workers.c) */
@@ -285,6 +285,7 @@ struct srv_req {
 	unsigned proxy_port;          /* a user port of sb: proxied (proxy_http.c) */
 	struct srv_proxy *proxy;
 	/* http.c: the phases run on workers while the connection is suspended */
+	atomic_int busy;              /* a job runs: the connection is suspended */
 	int recall;                   /* MHD repeats the first call after a begin job */
 	char *chunk;                  /* body bytes a feed job is consuming (a copy) */
 	size_t chunk_n, chunk_cap;
