@@ -480,9 +480,9 @@ void sbx__srv_park_wake(struct srv_park *p)
 	park_resume(p);
 }
 
-void sbx__srv_park_fini(struct srv_park *p)
+void sbx__srv_park_quiesce(struct srv_park *p)
 {
-	if (!p->inited)
+	if (!p->inited || p->quiet)
 		return;
 	struct server *srv = p->srv;
 	pthread_mutex_lock(&srv->parks_lk);
@@ -493,8 +493,16 @@ void sbx__srv_park_fini(struct srv_park *p)
 	if (p->pnext)
 		p->pnext->pprev = p->pprev;
 	pthread_mutex_unlock(&srv->parks_lk);
-	sbx__srv_timer_cancel(p->srv, &p->timer);
-	sbx__srv_loop_unwatch(p->srv, &p->watch);
+	sbx__srv_timer_cancel(srv, &p->timer);
+	sbx__srv_loop_unwatch(srv, &p->watch);
+	p->quiet = 1;
+}
+
+void sbx__srv_park_fini(struct srv_park *p)
+{
+	if (!p->inited)
+		return;
+	sbx__srv_park_quiesce(p);
 	pthread_mutex_destroy(&p->lk);
 	p->inited = 0;
 }
@@ -539,8 +547,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 static void stream_free(void *cls)
 {
 	struct srv_stream *s = cls;
-	/* fini first: it unsubscribes the stream from its producers, so
-	 * nothing wakes the parking torn down next */
+	/* The notifier lets go first (before fini closes a watched fd, whose
+	 * number could be reused at once); then fini unsubscribes the stream
+	 * from its producers, so nothing wakes the parking torn down last. */
+	sbx__srv_park_quiesce(&s->park);
 	if (s->fini)
 		s->fini(s);
 	sbx__srv_park_fini(&s->park);

@@ -211,7 +211,7 @@ struct srv_park {
 	pthread_mutex_t lk;
 	atomic_uint gen;              /* wakes so far */
 	int parked;
-	int inited;
+	int inited, quiet;
 	struct srv_timer timer;
 	struct srv_watch watch;       /* fd -1 = none */
 	struct srv_park *pnext, *pprev; /* srv->parks */
@@ -225,7 +225,10 @@ int sbx__srv_park(struct srv_park *p, unsigned gen, double until, int fd, uint32
 unsigned sbx__srv_park_gen(struct srv_park *p);
 /* Resumes a parked connection, or makes the next park return 0. Any thread. */
 void sbx__srv_park_wake(struct srv_park *p);
-/* Before the fd is closed or p freed. */
+/* The notifier and the shutdown's wake-up let go of p (before its fd is
+ * closed); producers may still wake it. */
+void sbx__srv_park_quiesce(struct srv_park *p);
+/* Before the fd is closed or p freed (quiesces first). */
 void sbx__srv_park_fini(struct srv_park *p);
 
 #define SRV_FILL_MORE 0               /* appended to out */
