@@ -234,9 +234,13 @@ static void pump_on_fd(struct srv_watch *w, uint32_t events)
 	pump_kick(pr, 1u << (w - pr->pw));
 }
 
+/* A kick with no fd ready still needs its own bit: a step already running
+ * loops once more only for bits it has not taken. */
+#define PUMP_TICK 8u
+
 static void pump_on_timer(struct srv_timer *t)
 {
-	pump_kick(t->ctx, 0);
+	pump_kick(t->ctx, PUMP_TICK);
 }
 
 /* Arms the pump's watches; 0, or -errno (nothing armed then). */
@@ -270,7 +274,7 @@ void sbx__srv_procs_kick_all(struct server *srv)
 	for (size_t i = 0; i < n; i++) {
 		pthread_mutex_lock(&v[i]->plock);
 		for (struct srv_proc *pr = v[i]->procs; pr; pr = pr->next)
-			pump_kick(pr, 0);
+			pump_kick(pr, PUMP_TICK);
 		pthread_mutex_unlock(&v[i]->plock);
 		sbx__srv_sandbox_put(srv, v[i]);
 	}

@@ -58,12 +58,17 @@ int sbx__srv_loop_arm(struct server *srv, struct srv_watch *w, uint32_t events)
 {
 	struct srv_loop *L = srv->loop;
 	struct epoll_event e = { .events = events | EPOLLONESHOT, .data.ptr = w };
-	if (w->added)
+	/* added is set first: the callback (on the loop thread, then a worker)
+	 * may arm it again before this returns. */
+	if (__atomic_exchange_n(&w->added, 1, __ATOMIC_ACQ_REL))
 		return epoll_ctl(L->ep, EPOLL_CTL_MOD, w->fd, &e) < 0 ? -errno : 0;
-	if (epoll_ctl(L->ep, EPOLL_CTL_ADD, w->fd, &e) < 0)
-		return -errno;
-	w->added = 1;
-	return 0;
+	if (epoll_ctl(L->ep, EPOLL_CTL_ADD, w->fd, &e) == 0)
+		return 0;
+	if (errno == EEXIST)
+		return epoll_ctl(L->ep, EPOLL_CTL_MOD, w->fd, &e) < 0 ? -errno : 0;
+	int rc = -errno;
+	__atomic_store_n(&w->added, 0, __ATOMIC_RELEASE);
+	return rc;
 }
 
 void sbx__srv_loop_unwatch(struct server *srv, struct srv_watch *w)
