@@ -290,6 +290,12 @@ static void server_works(void)
 	cr_assert(has(&r, "c2NhbGU="), "no output in a %zu-byte stream", r.len);
 	cr_assert(has(&r, "\"end\""), "no end event in a %zu-byte stream", r.len);
 	kill_sb(&s);
+	/* the pool is in the metrics, within --workers */
+	r = http("GET", "/metrics", NULL, NULL, 0);
+	const char *w = strstr(r.body, "\nsbx_serve_workers ");
+	cr_assert_not_null(w, "no sbx_serve_workers in /metrics");
+	cr_assert_leq(atoi(w + strlen("\nsbx_serve_workers ")), WORKERS); /* checksrc: allow (test) */
+	cr_assert(strstr(r.body, "\nsbx_serve_workers_busy "));
 }
 
 static int env_int(const char *name, int def)
