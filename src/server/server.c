@@ -50,6 +50,8 @@ static void sandbox_free(struct srv_sandbox *s)
 	json_decref(s->ext_saved);
 	json_decref(s->metadata);
 	json_decref(s->env_vars);
+	json_decref(s->allow_out);
+	json_decref(s->deny_out);
 	free(s->template_id);
 	free(s->alias);
 	free(s->user);

@@ -646,6 +646,15 @@ static int l_path_fd(int *fd, void *h, const char *path, sbx_error **err)
 	return sbx__local_path_fd(fd, h, path, err);
 }
 
+static int l_set_egress(void *h, const char *const *allow, const char *const *deny, sbx_error **err)
+{
+	struct local_sb *sb = h;
+	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
+	o.allow_out = allow;
+	o.deny_out = deny;
+	return sbx__net_set_egress(sb->dir, sb->id, &o, err);
+}
+
 static int l_connect_port(int *fd, void *h, unsigned port, sbx_error **err)
 {
 	return sbx__local_connect_port(fd, h, port, err);
@@ -703,4 +712,5 @@ const sbx_provider_ops sbx_provider_local = {
 	.fork = sbx__local_fork,
 	.snapshot = sbx__local_snapshot,
 	.snapshot_remove = sbx__local_snapshot_remove,
+	.set_egress = l_set_egress,
 };
