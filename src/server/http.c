@@ -6,12 +6,12 @@
  * connection, so an idle keep-alive connection or a live stream costs a
  * socket and MHD's buffers, never a thread. It never blocks:
  *
- * - the headers are authorized on it (router.c: in-memory checks); a JSON
- *   body is copied into its capped buffer on it;
- * - everything that may block runs on the worker pool (workers.c) while the
+ * - a JSON body is copied into its capped buffer on it;
+ * - everything else runs on the worker pool (workers.c) while the
  *   connection is suspended, which is what lets a handler queue its reply
- *   from another thread: an upload's or proxied request's begin (after the
- *   first call; MHD 0.9.75 repeats the first call once resumed: `recall`),
+ *   from another thread: the headers' checks (router.c, before any body
+ *   byte is read) with an upload's or proxied request's set-up (MHD 0.9.75
+ *   repeats the first call once resumed: `recall`),
  *   each body chunk of an upload (copied: MHD moves the rest of its buffer
  *   once the call returns; nothing more is read until the worker is done
  *   with it), and the handler itself (sbx__srv_route) once the
@@ -91,15 +91,23 @@ static void resume(struct srv_req *r)
 	MHD_resume_connection(r->c);
 }
 
-/* Upload or proxied request, headers authorized: its consumer is set up
- * (a connect into the sandbox, a file opened there) before the body. */
-static void begin_job(void *arg)
+/* The headers: authorized (router.c; answering now makes MHD skip the body
+ * and close the connection after the reply: nothing of it is read, let
+ * alone buffered), a declared body past its cap refused, and an upload's
+ * or proxied request's consumer set up (a connect into the sandbox, a file
+ * opened there) before the body. */
+static void head_job(void *arg)
 {
 	struct srv_req *r = arg;
-	if (r->proxy_port)
-		sbx__srv_proxy_begin(r);
-	else
-		sbx__srv_route_begin(r);
+	if (sbx__srv_authorize(r)) {
+		if (r->proxy_port) /* streamed both ways, never buffered: no cap */
+			sbx__srv_proxy_begin(r);
+		else if (declared_too_big(r->c, r->body_cap))
+			sbx__srv_reply_error(r, 413, "request body larger than %llu bytes",
+					     (unsigned long long)r->body_cap);
+		else if (r->upload)
+			sbx__srv_route_begin(r);
+	}
 	r->recall = !r->queued;
 	resume(r);
 }
@@ -161,20 +169,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		r->body_cap = r->upload ? SRV_UPLOAD_MAX : SRV_JSON_MAX;
 		sbx__buf_init(&r->body, r->upload ? 0 : SRV_JSON_MAX);
 		atomic_fetch_add(&srv->m.requests, 1);
-		/* Answering now makes MHD skip the body and close the connection
-		 * after the reply: nothing of it is read, let alone buffered. */
-		if (!sbx__srv_authorize(r))
-			return MHD_YES;
-		if (r->proxy_port) { /* streamed both ways, never buffered: no cap */
-			run_on_worker(r, begin_job);
-			return MHD_YES;
-		}
-		if (declared_too_big(c, r->body_cap)) {
-			sbx__srv_reply_error(r, 413, "request body larger than %llu bytes", (unsigned long long)r->body_cap);
-			return MHD_YES;
-		}
-		if (r->upload)
-			run_on_worker(r, begin_job);
+		/* The headers are checked on a worker too: the router's checks
+		 * may block (an autoResume wakes a paused sandbox). */
+		run_on_worker(r, head_job);
 		return MHD_YES;
 	}
 	/* MHD goes on feeding the bytes it holds (the next chunk of a chunked
