@@ -318,6 +318,7 @@ struct MHD_Response;
 void sbx__srv_queue(struct srv_req *r, int status, struct MHD_Response *resp, const char *ctype);
 /* Counts as activity for the connection's idle timeout. */
 void sbx__srv_touch(struct srv_req *r);
+void sbx__srv_conn_touch(struct MHD_Connection *c, unsigned idle_s);
 /* Starts a streaming response; takes ownership of s (fini runs at the end). */
 void sbx__srv_reply_stream(struct srv_req *r, struct srv_stream *s);
 
