@@ -44,11 +44,13 @@ static const char serve_help[] =
 	"  --pool N                 keep N sandboxes warm per --pool-template: a create of that template\n"
 	"                           without metadata and envVars is a hand-out (ready waits for them)\n"
 	"  --pool-template T        a template kept warm (repeatable; default \"base\")\n"
+	"  --workers N              threads that run requests which may block (default 64); idle\n"
+	"                           connections and streams need none\n"
 	"  --no-access-log          do not log requests to stderr\n"
 	"  --rotate-key             write a new API key to DIR/server/api-key, print it, exit\n";
 
 enum { O_LISTEN = 256, O_STATE, O_IMAGE, O_PRINT, O_DEFAULT, O_DESTROY, O_INET, O_CPUS, O_MEM, O_STOR, O_MAX,
-       O_MAXT, O_NOLOG, O_ROTATE, O_IDLE, O_MAXC, O_MAXCIP, O_DOMAIN, O_PIDLE, O_MAXPX, O_POOL, O_POOLT };
+       O_MAXT, O_NOLOG, O_ROTATE, O_IDLE, O_MAXC, O_MAXCIP, O_DOMAIN, O_PIDLE, O_MAXPX, O_POOL, O_POOLT, O_WORKERS };
 
 static int parse_listen(struct srv_config *c, char *s)
 {
@@ -88,12 +90,13 @@ int cmd_serve(int argc, char **argv)
 		{ "max-proxy-connections", required_argument, NULL, O_MAXPX },
 		{ "pool", required_argument, NULL, O_POOL },
 		{ "pool-template", required_argument, NULL, O_POOLT },
+		{ "workers", required_argument, NULL, O_WORKERS },
 		{ NULL, 0, NULL, 0 },
 	};
 	char listen_buf[256] = "127.0.0.1:49999";
 	struct srv_config c = { .access_log = 1, .max_sandboxes = 2000, .max_timeout_s = 86400,
 				.idle_timeout_s = 60, .max_connections = 8192, .max_connections_per_ip = 4096,
-				.proxy_idle_timeout_s = 600, .max_proxy_connections = 256 };
+				.proxy_idle_timeout_s = 600, .max_proxy_connections = 256, .workers = 64 };
 	const char *state = sbx__env("SBX_STATE_DIR");
 	int rotate = 0, ch;
 	uint64_t u;
@@ -131,8 +134,11 @@ int cmd_serve(int argc, char **argv)
 		case O_MAXCIP:
 		case O_PIDLE:
 		case O_MAXPX:
+		case O_WORKERS:
 			if (sbx__parse_u64(&u, optarg) < 0 || u > UINT_MAX)
 				return cli_usage_error("serve", "expected a number, got '%s'", optarg);
+			if (ch == O_WORKERS && (u == 0 || u > 4096))
+				return cli_usage_error("serve", "--workers wants 1..4096, got '%s'", optarg);
 			if ((ch == O_MAXC || ch == O_MAXCIP || ch == O_MAXPX) && u == 0)
 				return cli_usage_error("serve", "--max-%sconnections%s must be at least 1",
 						       ch == O_MAXPX ? "proxy-" : "", ch == O_MAXCIP ? "-per-ip" : "");
@@ -148,6 +154,8 @@ int cmd_serve(int argc, char **argv)
 				c.proxy_idle_timeout_s = (unsigned)u;
 			else if (ch == O_MAXPX)
 				c.max_proxy_connections = (unsigned)u;
+			else if (ch == O_WORKERS)
+				c.workers = (unsigned)u;
 			else if (ch == O_MEM)
 				c.memory_mb = (unsigned)u;
 			else if (ch == O_STOR)

@@ -287,7 +287,7 @@ static void create(struct srv_req *r, int v2)
 	o.env = (const char *const *)env;
 	o.labels = (const char *const *)labels;
 	o.ttl_s = (unsigned)timeout + TTL_BACKSTOP_S;
-	o.detach = !sbx__srv_pooled(srv, &o); /* a warm pool's are never detached (pool.c) */
+	o.detach = !sbx__srv_warm_has(srv, &o); /* a warm pool's are never detached (pool.c) */
 	s = sbx__srv_sandbox_new("");
 	s->srv = srv;
 	rc = sbx_sandbox_create(&s->sb, srv->rt, &o, &e);

@@ -207,6 +207,7 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method, 
 /* ---- WatchDir ------------------------------------------------------------- */
 
 #define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
+#define WATCH_RECHECK_S 2.0 /* a watch notices its sandbox gone at least this often */
 
 struct watch {
 	struct srv_sandbox *s;
@@ -302,13 +303,19 @@ static int watch_fill(struct srv_stream *st)
 			sbx__srv_envelope(&st->out, 0, json_pack("{s:{}}", "keepalive"));
 			return 0;
 		}
-		struct pollfd p = { .fd = w->ifd, .events = POLLIN };
-		if (poll(&p, 1, 500) <= 0)
-			continue;
+		/* Never waits here (the event thread runs this): with nothing to
+		 * read, the notifier watches the inotify fd; the sandbox's end is
+		 * checked every WATCH_RECHECK_S. */
 		char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
 		ssize_t n = read(w->ifd, buf, sizeof(buf));
-		if (n <= 0)
-			continue;
+		if (n <= 0) {
+			double at = w->next_ka < now + WATCH_RECHECK_S ? w->next_ka : now + WATCH_RECHECK_S;
+			if (st->deadline && st->deadline < at)
+				at = st->deadline;
+			st->wake_at = at;
+			st->wake_fd = w->ifd;
+			return SRV_FILL_WAIT;
+		}
 		int ended = 0;
 		for (char *q = buf; q < buf + n;) {
 			struct inotify_event *ev = (struct inotify_event *)q;

@@ -2,10 +2,15 @@
 /*
  * envd's process.Process service: Start (server stream: start{pid}, data,
  * keepalives, end, end-stream), Connect (re-attach by pid or tag), List,
- * SendInput, SendSignal, CloseStdin, Update. Every started process gets a
- * pump thread that reads its stdout/stderr and fans the encoded events out
- * to the streams attached at that moment, so a process outlives a dropped
- * stream (background commands) and its pipes never fill up.
+ * SendInput, SendSignal, CloseStdin, Update. Every started process has a
+ * pump that reads its stdout/stderr and fans the encoded events out to the
+ * streams attached at that moment, so a process outlives a dropped stream
+ * (background commands) and its pipes never fill up. The pump has no
+ * thread: the notifier (loop.c) watches its pipes and status fd and, when
+ * one is ready, runs one pump step on a worker (one at a time per
+ * process); each step reads once per ready fd and wakes the streams. A
+ * read that waits on a pipe's mutex (a splice inside the sandbox holds
+ * it) holds that worker only.
  */
 #include <errno.h>
 #include <poll.h>
@@ -13,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,9 +58,11 @@ static void fan_out(struct srv_proc *pr, json_t *event)
 	sbx__buf_init(&frame, SUB_MAX);
 	sbx__srv_envelope(&frame, 0, json_pack("{s:o}", "event", event));
 	pthread_mutex_lock(&pr->lk);
-	for (struct srv_sub *s = pr->subs; s; s = s->next)
+	for (struct srv_sub *s = pr->subs; s; s = s->next) {
 		if (!s->overflow && sbx__buf_append(&s->q, frame.data, frame.len) < 0)
 			s->overflow = 1;
+		sbx__srv_stream_wake(s->st);
+	}
 	pthread_cond_broadcast(&pr->cv);
 	pthread_mutex_unlock(&pr->lk);
 	sbx__buf_free(&frame);
@@ -106,62 +114,23 @@ static void emit_end(struct srv_proc *pr, int status, int timed_out)
 	pr->exited = 1;
 	pr->status = status;
 	pr->timed_out = timed_out;
+	for (struct srv_sub *sb = pr->subs; sb; sb = sb->next)
+		sbx__srv_stream_wake(sb->st);
 	pthread_cond_broadcast(&pr->cv);
 	pthread_mutex_unlock(&pr->lk);
 }
 
-static void *pump_main(void *arg)
+/* The pump's end: the process's end is told, it leaves the table, and the
+ * pump's references go. Runs on the pump's worker, with no watch armed
+ * that could start another step. */
+static void pump_finish(struct srv_proc *pr)
 {
-	struct srv_proc *pr = arg;
-	int fds[2] = { sbx_process_stdout_fd(pr->p), sbx_process_stderr_fd(pr->p) };
-	int stfd = sbx_process_status_fd(pr->p);
-	int exited = 0, status = (int)SIGKILL, timed_out = 0;
-	double drain_until = 0;
-	char buf[32768];
-	for (;;) {
-		struct pollfd p[3];
-		int n = 0, idx[3];
-		for (int i = 0; i < 2; i++)
-			if (fds[i] >= 0) {
-				p[n] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-				idx[n++] = i;
-			}
-		if (!exited) {
-			p[n] = (struct pollfd){ .fd = stfd, .events = POLLIN };
-			idx[n++] = 2;
-		}
-		if (n == 0 || (exited && sbx__now_mono() > drain_until))
-			break;
-		int k = poll(p, (nfds_t)n, exited ? 50 : 500);
-		if (k < 0 && errno != EINTR)
-			break;
-		if (atomic_load(&pr->srv->stopping))
-			break;
-		for (int j = 0; j < n && k > 0; j++) {
-			if (!p[j].revents)
-				continue;
-			if (idx[j] == 2) {
-				int r = sbx_process_poll(pr->p, &status, &timed_out, 0, NULL);
-				if (r != 0) {
-					exited = 1;
-					if (r < 0)
-						status = SIGKILL;
-					drain_until = sbx__now_mono() + 0.2;
-				}
-				continue;
-			}
-			ssize_t got = read(p[j].fd, buf, sizeof(buf));
-			if (got > 0) {
-				emit_data(pr, idx[j] + 1, buf, (size_t)got);
-				if (exited)
-					drain_until = sbx__now_mono() + 0.2;
-			} else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
-				fds[idx[j]] = -1;
-			}
-		}
-	}
-	if (exited)
-		emit_end(pr, status, timed_out);
+	struct server *srv = pr->srv;
+	for (int i = 0; i < 3; i++)
+		sbx__srv_loop_unwatch(srv, &pr->pw[i]);
+	sbx__srv_timer_cancel(srv, &pr->ptimer);
+	if (pr->p_exited)
+		emit_end(pr, pr->p_status, pr->p_timed_out);
 	struct srv_sandbox *s = pr->owner;
 	pthread_mutex_lock(&s->plock);
 	for (struct srv_proc **pp = &s->procs; *pp; pp = &(*pp)->next)
@@ -171,10 +140,145 @@ static void *pump_main(void *arg)
 		}
 	pr->in_table = 0;
 	pthread_mutex_unlock(&s->plock);
-	struct server *srv = pr->srv;
 	proc_put(pr);
 	sbx__srv_sandbox_put(srv, s);
-	return NULL;
+}
+
+/* One step: a read from each ready pipe, the status when it is ready; the
+ * fds still open are armed again. 1 when the pump is over. */
+static int pump_step(struct srv_proc *pr, unsigned ready)
+{
+	struct server *srv = pr->srv;
+	char buf[32768];
+	if (atomic_load(&srv->stopping))
+		return 1;
+	for (int i = 0; i < 2; i++) {
+		if (pr->pw[i].fd < 0 || !(ready & (1u << i)))
+			continue;
+		ssize_t got = read(pr->pw[i].fd, buf, sizeof(buf));
+		if (got > 0) {
+			emit_data(pr, i + 1, buf, (size_t)got);
+			if (pr->p_exited)
+				pr->drain_until = sbx__now_mono() + 0.2;
+		}
+		if (got > 0 || (got < 0 && (errno == EAGAIN || errno == EINTR))) {
+			if (sbx__srv_loop_arm(srv, &pr->pw[i], EPOLLIN) < 0)
+				return 1;
+		} else {
+			sbx__srv_loop_unwatch(srv, &pr->pw[i]);
+			pr->pw[i].fd = -1; /* EOF: the fd stays the process handle's */
+		}
+	}
+	if (!pr->p_exited && (ready & 4u)) {
+		int status = (int)SIGKILL, timed_out = 0;
+		int r = sbx_process_poll(pr->p, &status, &timed_out, 0, NULL);
+		if (r != 0) {
+			pr->p_exited = 1;
+			pr->p_status = r < 0 ? SIGKILL : status;
+			pr->p_timed_out = timed_out;
+			pr->drain_until = sbx__now_mono() + 0.2;
+			sbx__srv_loop_unwatch(srv, &pr->pw[2]);
+		} else if (sbx__srv_loop_arm(srv, &pr->pw[2], EPOLLIN) < 0) {
+			return 1;
+		}
+	}
+	if (pr->pw[0].fd < 0 && pr->pw[1].fd < 0 && (pr->p_exited || pr->pw[2].fd < 0))
+		return 1;
+	if (pr->p_exited) {
+		if (sbx__now_mono() >= pr->drain_until)
+			return 1; /* background processes keep the pipes: stop reading */
+		sbx__srv_timer_set(srv, &pr->ptimer, pr->drain_until);
+	}
+	return 0;
+}
+
+static void pump_job(void *arg)
+{
+	struct srv_proc *pr = arg;
+	for (;;) {
+		pthread_mutex_lock(&pr->lk);
+		unsigned ready = pr->ready;
+		pr->ready = 0;
+		pthread_mutex_unlock(&pr->lk);
+		if (pump_step(pr, ready)) {
+			pump_finish(pr);
+			return;
+		}
+		pthread_mutex_lock(&pr->lk);
+		if (!pr->ready) {
+			pr->pumping = 0;
+			pthread_mutex_unlock(&pr->lk);
+			return;
+		}
+		pthread_mutex_unlock(&pr->lk);
+	}
+}
+
+/* From the notifier (or a kick): a step for this process, unless one runs
+ * (it then loops once more). */
+static void pump_kick(struct srv_proc *pr, unsigned bits)
+{
+	pthread_mutex_lock(&pr->lk);
+	pr->ready |= bits;
+	int start = !pr->pumping;
+	pr->pumping = 1;
+	pthread_mutex_unlock(&pr->lk);
+	if (start)
+		sbx__srv_pool_submit(pr->srv, pump_job, pr);
+}
+
+static void pump_on_fd(struct srv_watch *w, uint32_t events)
+{
+	(void)events;
+	struct srv_proc *pr = w->ctx;
+	pump_kick(pr, 1u << (w - pr->pw));
+}
+
+/* A kick with no fd ready still needs its own bit: a step already running
+ * loops once more only for bits it has not taken. */
+#define PUMP_TICK 8u
+
+static void pump_on_timer(struct srv_timer *t)
+{
+	pump_kick(t->ctx, PUMP_TICK);
+}
+
+/* Arms the pump's watches; 0, or -errno (nothing armed then). */
+static int pump_start(struct srv_proc *pr)
+{
+	int fds[3] = { sbx_process_stdout_fd(pr->p), sbx_process_stderr_fd(pr->p), sbx_process_status_fd(pr->p) };
+	pr->ptimer.cb = pump_on_timer;
+	pr->ptimer.ctx = pr;
+	for (int i = 0; i < 3; i++) {
+		pr->pw[i].fd = fds[i];
+		pr->pw[i].cb = pump_on_fd;
+		pr->pw[i].ctx = pr;
+	}
+	for (int i = 0; i < 3; i++) {
+		if (fds[i] < 0)
+			continue;
+		int rc = sbx__srv_loop_arm(pr->srv, &pr->pw[i], EPOLLIN);
+		if (rc < 0) {
+			for (int k = 0; k < i; k++)
+				sbx__srv_loop_unwatch(pr->srv, &pr->pw[k]);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+void sbx__srv_procs_kick_all(struct server *srv)
+{
+	size_t n;
+	struct srv_sandbox **v = sbx__srv_sandbox_all(srv, &n);
+	for (size_t i = 0; i < n; i++) {
+		pthread_mutex_lock(&v[i]->plock);
+		for (struct srv_proc *pr = v[i]->procs; pr; pr = pr->next)
+			pump_kick(pr, PUMP_TICK);
+		pthread_mutex_unlock(&v[i]->plock);
+		sbx__srv_sandbox_put(srv, v[i]);
+	}
+	free(v);
 }
 
 struct pstream {
@@ -185,9 +289,10 @@ struct pstream {
 	int is_start;
 };
 
-static struct srv_sub *subscribe(struct srv_proc *pr)
+static struct srv_sub *subscribe(struct srv_proc *pr, struct srv_stream *st)
 {
 	struct srv_sub *sub = xcalloc(1, sizeof(*sub));
+	sub->st = st;
 	sbx__buf_init(&sub->q, SUB_MAX);
 	pthread_mutex_lock(&pr->lk);
 	sub->next = pr->subs;
@@ -197,6 +302,8 @@ static struct srv_sub *subscribe(struct srv_proc *pr)
 	return sub;
 }
 
+/* Never blocks (it runs on the event thread): SRV_FILL_WAIT with the next
+ * keepalive or deadline as the time to look again; the pump wakes it. */
 static int pstream_fill(struct srv_stream *st)
 {
 	struct pstream *ps = st->ctx;
@@ -204,55 +311,43 @@ static int pstream_fill(struct srv_stream *st)
 	if (!ps->sent_start) {
 		ps->sent_start = 1;
 		sbx__srv_envelope(&st->out, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", (int)pr->pid));
-		return 0;
+		return SRV_FILL_MORE;
 	}
-	int fin = 0;
+	int rc = SRV_FILL_WAIT;
+	double now = sbx__now_mono();
+	double dl = st->deadline ? st->deadline + (ps->is_start ? 2 : 0) : 0;
 	pthread_mutex_lock(&pr->lk);
-	for (;;) {
-		double now = sbx__now_mono();
-		if (ps->sub->q.len) {
-			sbx__buf_append(&st->out, ps->sub->q.data, ps->sub->q.len);
-			ps->sub->q.len = 0;
-			ps->next_ka = now + st->keepalive_s;
-			break;
-		}
-		if (ps->sub->overflow) {
-			sbx__srv_end_stream(&st->out, "resource_exhausted", "client did not keep up with the output");
-			fin = 1;
-			break;
-		}
-		if (pr->exited) {
-			if (pr->sandbox_gone)
-				sbx__srv_end_stream(&st->out, "unavailable", "the sandbox was killed while the process ran");
-			else if (pr->timed_out)
-				sbx__srv_end_stream(&st->out, "deadline_exceeded", "process deadline (Connect-Timeout-Ms) exceeded");
-			else
-				sbx__srv_end_stream(&st->out, NULL, NULL);
-			fin = 1;
-			break;
-		}
-		if (atomic_load(&st->srv->stopping)) {
-			sbx__srv_end_stream(&st->out, "unavailable", "server shutting down");
-			fin = 1;
-			break;
-		}
-		if (st->deadline && now >= st->deadline + (ps->is_start ? 2 : 0)) {
-			sbx__srv_end_stream(&st->out, "deadline_exceeded", "deadline exceeded");
-			fin = 1;
-			break;
-		}
-		if (now >= ps->next_ka) {
-			sbx__srv_envelope(&st->out, 0, json_pack("{s:{s:{}}}", "event", "keepalive"));
-			ps->next_ka = now + st->keepalive_s;
-			break;
-		}
-		double until = ps->next_ka;
-		if (st->deadline && st->deadline < until)
-			until = st->deadline + 0.01;
-		sbx__srv_cond_wait_until(&pr->cv, &pr->lk, until);
+	if (ps->sub->q.len) {
+		sbx__buf_append(&st->out, ps->sub->q.data, ps->sub->q.len);
+		ps->sub->q.len = 0;
+		ps->next_ka = now + st->keepalive_s;
+		rc = SRV_FILL_MORE;
+	} else if (ps->sub->overflow) {
+		sbx__srv_end_stream(&st->out, "resource_exhausted", "client did not keep up with the output");
+		rc = SRV_FILL_DONE;
+	} else if (pr->exited) {
+		if (pr->sandbox_gone)
+			sbx__srv_end_stream(&st->out, "unavailable", "the sandbox was killed while the process ran");
+		else if (pr->timed_out)
+			sbx__srv_end_stream(&st->out, "deadline_exceeded", "process deadline (Connect-Timeout-Ms) exceeded");
+		else
+			sbx__srv_end_stream(&st->out, NULL, NULL);
+		rc = SRV_FILL_DONE;
+	} else if (atomic_load(&st->srv->stopping)) {
+		sbx__srv_end_stream(&st->out, "unavailable", "server shutting down");
+		rc = SRV_FILL_DONE;
+	} else if (dl && now >= dl) {
+		sbx__srv_end_stream(&st->out, "deadline_exceeded", "deadline exceeded");
+		rc = SRV_FILL_DONE;
+	} else if (now >= ps->next_ka) {
+		sbx__srv_envelope(&st->out, 0, json_pack("{s:{s:{}}}", "event", "keepalive"));
+		ps->next_ka = now + st->keepalive_s;
+		rc = SRV_FILL_MORE;
+	} else {
+		st->wake_at = dl && dl < ps->next_ka ? dl + 0.01 : ps->next_ka;
 	}
 	pthread_mutex_unlock(&pr->lk);
-	return fin;
+	return rc;
 }
 
 static void pstream_fini(struct srv_stream *st)
@@ -276,9 +371,9 @@ static void attach(struct srv_req *r, struct srv_proc *pr, double deadline_s, in
 {
 	struct pstream *ps = xcalloc(1, sizeof(*ps));
 	ps->pr = pr;
-	ps->sub = subscribe(pr);
 	ps->is_start = is_start;
 	struct srv_stream *st = xcalloc(1, sizeof(*st));
+	ps->sub = subscribe(pr, st);
 	sbx__buf_init(&st->out, 2 * SUB_MAX);
 	st->keepalive_s = sbx__srv_keepalive_s(r);
 	ps->next_ka = sbx__now_mono() + st->keepalive_s;
@@ -408,19 +503,18 @@ static void start(struct srv_req *r, struct srv_sandbox *s)
 	pr->in_table = 1;
 	pthread_mutex_unlock(&s->plock);
 	attach(r, pr, tmo, 1);
-	pthread_t t;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 * 1024);
-	int te = pthread_create(&t, &attr, pump_main, pr);
-	pthread_attr_destroy(&attr);
-	if (te != 0) {
+	int pe = pump_start(pr);
+	if (pe < 0) {
 		/* Nobody would read its output or report its end: end it now and
-		 * pump what is left on this thread (a killed process drains fast). */
-		SBX_LOGE("envd: start the output thread of pid %d: %s; process killed", (int)pr->pid, strerror(te));
+		 * pump what is left on this worker (a killed process drains fast). */
+		SBX_LOGE("envd: watch the output of pid %d: %s; process killed", (int)pr->pid, strerror(-pe));
 		sbx_process_signal(pr->p, SIGKILL, NULL);
-		pump_main(pr);
+		int st = 0, to = 0;
+		sbx_process_poll(pr->p, &st, &to, 1, NULL);
+		pr->p_exited = 1;
+		pr->p_status = st;
+		pr->p_timed_out = to;
+		pump_finish(pr);
 	}
 out:
 	sbx_error_free(e);
@@ -557,5 +651,5 @@ void sbx__srv_envd_process(struct srv_req *r, struct srv_sandbox *s, const char 
 
 void sbx__srv_procs_release(struct srv_sandbox *s)
 {
-	(void)s; /* pump threads hold the sandbox; when it is freed the table is empty */
+	(void)s; /* pumps hold the sandbox; when it is freed the table is empty */
 }

@@ -1,23 +1,40 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libmicrohttpd glue for `sbx serve`: one thread per connection, idle
- * connections closed after --idle-timeout of inactivity, at most
- * --max-connections (--max-connections-per-ip from one address).
- * Credentials are checked from the headers before any body byte is read
- * (router.c); a body is then (chunked or not, MHD decodes the framing)
- * streamed to an upload's consumer, or accumulated into a buffer for JSON,
- * capped per endpoint: a declared size past the cap is answered 413 at
- * once, a received one ends the connection. Response helpers for JSON,
- * bytes, files (streamed from an fd) and errors, streaming responses whose
- * reader blocks in the connection's thread, and the access log (method,
- * path without query, status, time, sandbox; never a header), one JSON
- * object per line with every string escaped.
+ * libmicrohttpd glue for `sbx serve` (docs/server.md, "Threads"). MHD runs
+ * in epoll mode with one event thread (MHD_USE_EPOLL_INTERNAL_THREAD) and
+ * suspend/resume: that thread parses requests and writes replies for every
+ * connection, so an idle keep-alive connection or a live stream costs a
+ * socket and MHD's buffers, never a thread. It never blocks:
+ *
+ * - a JSON body is copied into its capped buffer on it;
+ * - everything else runs on the worker pool (workers.c) while the
+ *   connection is suspended, which is what lets a handler queue its reply
+ *   from another thread: the headers' checks (router.c, before any body
+ *   byte is read) with an upload's or proxied request's set-up (MHD 0.9.75
+ *   repeats the first call once resumed: `recall`),
+ *   each body chunk of an upload (copied: MHD moves the rest of its buffer
+ *   once the call returns; nothing more is read until the worker is done
+ *   with it), and the handler itself (sbx__srv_route) once the
+ *   body is in. So handlers keep the blocking style: any of them may wait
+ *   on a sandbox; the pool bounds how many do at once (--workers);
+ * - streaming replies (process output, WatchDir, proxied bodies) are read
+ *   through content readers that return what is buffered and, with nothing
+ *   buffered, park the connection (suspend it) until a producer, a timer
+ *   or an fd watched by the notifier (loop.c) wakes it (park.c).
+ *
+ * Idle connections are closed after --idle-timeout of inactivity (MHD
+ * stops the clock of a suspended connection), at most --max-connections
+ * (--max-connections-per-ip from one address). A declared body past its
+ * cap is answered 413 at once, a received one ends the connection. The
+ * access log (method, path without query, status, time, sandbox; never a
+ * header) is one JSON object per line with every string escaped.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <sys/epoll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +85,66 @@ static int declared_too_big(struct MHD_Connection *c, uint64_t cap)
 	return cl && sbx__parse_u64(&n, cl) == 0 && n > cap;
 }
 
+static void resume(struct srv_req *r)
+{
+	atomic_store(&r->busy, 0);
+	MHD_resume_connection(r->c);
+}
+
+/* The headers: authorized (router.c; answering now makes MHD skip the body
+ * and close the connection after the reply: nothing of it is read, let
+ * alone buffered), a declared body past its cap refused, and an upload's
+ * or proxied request's consumer set up (a connect into the sandbox, a file
+ * opened there) before the body. */
+static void head_job(void *arg)
+{
+	struct srv_req *r = arg;
+	if (sbx__srv_authorize(r)) {
+		if (r->proxy_port) /* streamed both ways, never buffered: no cap */
+			sbx__srv_proxy_begin(r);
+		else if (declared_too_big(r->c, r->body_cap))
+			sbx__srv_reply_error(r, 413, "request body larger than %llu bytes",
+					     (unsigned long long)r->body_cap);
+		else if (r->upload)
+			sbx__srv_route_begin(r);
+	}
+	r->recall = !r->queued;
+	resume(r);
+}
+
+static void feed_job(void *arg)
+{
+	struct srv_req *r = arg;
+	r->feed(r, r->chunk, r->chunk_n);
+	resume(r);
+}
+
+static void final_job(void *arg)
+{
+	struct srv_req *r = arg;
+	sbx__srv_route(r);
+	if (!r->queued)
+		sbx__srv_reply_error(r, 500, "no response");
+	r->final_done = 1;
+	resume(r);
+}
+
+/* Hands a phase to a worker; the connection stays suspended until it
+ * resumes it. Not once the server is stopping (MHD must not stop with a
+ * connection suspended): then 503. */
+static void run_on_worker(struct srv_req *r, void (*fn)(void *))
+{
+	if (atomic_load(&r->srv->stopping)) {
+		if (!r->queued)
+			sbx__srv_reply_error(r, 503, "server shutting down");
+		r->final_done = 1;
+		return;
+	}
+	atomic_store(&r->busy, 1);
+	MHD_suspend_connection(r->c);
+	sbx__srv_pool_submit(r->srv, fn, r);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_data_size, void **con_cls)
@@ -92,22 +169,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		r->body_cap = r->upload ? SRV_UPLOAD_MAX : SRV_JSON_MAX;
 		sbx__buf_init(&r->body, r->upload ? 0 : SRV_JSON_MAX);
 		atomic_fetch_add(&srv->m.requests, 1);
-		/* Answering now makes MHD skip the body and close the connection
-		 * after the reply: nothing of it is read, let alone buffered. */
-		if (!sbx__srv_authorize(r))
-			return MHD_YES;
-		if (r->proxy_port) { /* streamed both ways, never buffered: no cap */
-			sbx__srv_proxy_begin(r);
-			return MHD_YES;
-		}
-		if (declared_too_big(c, r->body_cap)) {
-			sbx__srv_reply_error(r, 413, "request body larger than %llu bytes", (unsigned long long)r->body_cap);
-			return MHD_YES;
-		}
-		if (r->upload)
-			sbx__srv_route_begin(r);
+		/* The headers are checked on a worker too: the router's checks
+		 * may block (an autoResume wakes a paused sandbox). */
+		run_on_worker(r, head_job);
 		return MHD_YES;
 	}
+	/* MHD goes on feeding the bytes it holds (the next chunk of a chunked
+	 * body) in the call that suspended the connection: left unconsumed,
+	 * they come again once the worker resumes it. */
+	if (atomic_load(&r->busy))
+		return MHD_YES;
 	if (*upload_data_size) {
 		/* MHD cannot answer in the middle of a body: a chunked body past
 		 * the cap ends the connection, without reading the rest. */
@@ -119,19 +190,37 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		r->body_in += n;
 		*upload_data_size = 0;
 		if (r->upload) {
-			if (r->feed)
-				r->feed(r, upload_data, n); /* else refused already: dropped */
-		} else if (sbx__buf_append(&r->body, upload_data, n) < 0) {
+			if (r->feed && !atomic_load(&srv->stopping)) {
+				/* Copied (MHD moves what is left of its buffer once this
+				 * returns) and consumed on a worker; the connection reads
+				 * nothing more until it is done: back-pressure. */
+				if (r->chunk_cap < n) {
+					r->chunk = xrealloc(r->chunk, n);
+					r->chunk_cap = n;
+				}
+				memcpy(r->chunk, upload_data, n);
+				r->chunk_n = n;
+				run_on_worker(r, feed_job);
+			} /* else refused already: dropped */
+			return MHD_YES;
+		}
+		if (sbx__buf_append(&r->body, upload_data, n) < 0) {
 			r->too_big = 1;
 			return MHD_NO;
 		}
 		return MHD_YES;
 	}
+	if (r->recall) { /* the first call again, after the begin job */
+		r->recall = 0;
+		return MHD_YES;
+	}
 	if (r->queued)
 		return MHD_YES;
-	sbx__srv_route(r);
-	if (!r->queued)
+	if (r->final_done) {
 		sbx__srv_reply_error(r, 500, "no response");
+		return MHD_YES;
+	}
+	run_on_worker(r, final_job);
 	return MHD_YES;
 }
 
@@ -163,6 +252,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		r->up_free(r);
 	sbx__srv_sandbox_put(srv, r->sb);
 	sbx__buf_free(&r->body);
+	free(r->chunk);
 	free(r->raw_uri);
 	free(r);
 	*con_cls = NULL;
@@ -192,7 +282,7 @@ const char *sbx__srv_query(struct srv_req *r, const char *name)
 /* Counts as activity for the idle timeout: MHD measures it from the last
  * byte moved, so a reply (or stream event) produced after a long wait would
  * otherwise be cut before it is sent. Resetting from 0 restarts the clock. */
-static void touch(struct MHD_Connection *c, unsigned idle_s)
+void sbx__srv_conn_touch(struct MHD_Connection *c, unsigned idle_s)
 {
 	if (!idle_s)
 		return;
@@ -202,7 +292,7 @@ static void touch(struct MHD_Connection *c, unsigned idle_s)
 
 static void queue(struct srv_req *r, int status, struct MHD_Response *resp, const char *ctype)
 {
-	touch(r->c, r->srv->cfg.idle_timeout_s);
+	sbx__srv_conn_touch(r->c, r->srv->cfg.idle_timeout_s);
 	if (ctype)
 		MHD_add_response_header(resp, "Content-Type", ctype);
 	MHD_queue_response(r->c, (unsigned)status, resp);
@@ -219,7 +309,7 @@ void sbx__srv_queue(struct srv_req *r, int status, struct MHD_Response *resp, co
 
 void sbx__srv_touch(struct srv_req *r)
 {
-	touch(r->c, r->srv->cfg.idle_timeout_s);
+	sbx__srv_conn_touch(r->c, r->srv->cfg.idle_timeout_s);
 }
 
 void sbx__srv_reply_bytes(struct srv_req *r, int status, const char *ctype, void *data, size_t len)
@@ -303,47 +393,6 @@ void sbx__srv_reply_connect_error(struct srv_req *r, const char *code, const cha
 	free(msg);
 }
 
-static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	(void)pos;
-	struct srv_stream *s = cls;
-	while (s->off >= s->out.len) {
-		if (s->done)
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		s->out.len = 0;
-		s->off = 0;
-		if (s->out.data)
-			s->out.data[0] = '\0';
-		if (s->fill(s))
-			s->done = 1;
-	}
-	size_t n = s->out.len - s->off;
-	if (n > max)
-		n = max;
-	memcpy(buf, s->out.data + s->off, n);
-	s->off += n;
-	touch(s->c, s->srv->cfg.idle_timeout_s);
-	return (ssize_t)n;
-}
-
-static void stream_free(void *cls)
-{
-	struct srv_stream *s = cls;
-	if (s->fini)
-		s->fini(s);
-	sbx__buf_free(&s->out);
-	free(s);
-}
-
-void sbx__srv_reply_stream(struct srv_req *r, struct srv_stream *s)
-{
-	s->srv = r->srv;
-	s->c = r->c;
-	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read,
-								       s, stream_free);
-	queue(r, 200, resp, "application/connect+json");
-}
-
 static int parse_addr(struct sockaddr_in *sa, const char *addr, unsigned port)
 {
 	memset(sa, 0, sizeof(*sa));
@@ -364,8 +413,10 @@ int sbx__srv_http_start(struct server *srv, void **daemon_out, unsigned *port_ou
 	if (parse_addr(&sa, srv->cfg.listen_addr, srv->cfg.port) < 0)
 		return sbx_error_set(err, -EINVAL, "listen address '%s' is not an IPv4 address",
 				     srv->cfg.listen_addr);
-	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-			 MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
+	/* One event thread (epoll: no FD_SETSIZE limit); suspend/resume hands
+	 * connections to the workers and parks streams. */
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+			 MHD_ALLOW_UPGRADE;
 	struct MHD_Daemon *d = MHD_start_daemon(
 		flags, srv->cfg.port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
@@ -373,7 +424,7 @@ int sbx__srv_http_start(struct server *srv, void **daemon_out, unsigned *port_ou
 		srv->cfg.max_connections ? srv->cfg.max_connections : SRV_MAX_CONNECTIONS,
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, srv->cfg.max_connections_per_ip,
 		MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.idle_timeout_s,
-		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_THREAD_STACK_SIZE,
+		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096, MHD_OPTION_THREAD_STACK_SIZE,
 		(size_t)(1u << 20), MHD_OPTION_END);
 	if (!d)
 		return sbx_error_set(err, -EADDRINUSE, "cannot listen on %s:%u (in use or not permitted)",
@@ -384,8 +435,19 @@ int sbx__srv_http_start(struct server *srv, void **daemon_out, unsigned *port_ou
 	return 0;
 }
 
-void sbx__srv_http_stop(void *daemon)
+/* MHD must not stop while a connection is suspended: streams are woken
+ * (their fills see srv->stopping and end), no new job is taken
+ * (run_on_worker answers 503), and the jobs in flight resume theirs. A
+ * job stuck in a sandbox keeps this from returning (server.c bounds it). */
+void sbx__srv_http_stop(struct server *srv, void *daemon)
 {
-	if (daemon)
-		MHD_stop_daemon(daemon);
+	if (!daemon)
+		return;
+	for (;;) {
+		sbx__srv_parks_wake_all(srv);
+		if (sbx__srv_pool_wait_idle(srv, sbx__now_mono() + 0.2))
+			break;
+	}
+	sbx__srv_parks_wake_all(srv);
+	MHD_stop_daemon(daemon);
 }

@@ -25,6 +25,8 @@ SBX_LAZY(sbx__lazy_mhd, size_t, 0, MHD_http_unescape, (char *a0), (a0))
 SBX_LAZY(sbx__lazy_mhd, const char *, NULL, MHD_lookup_connection_value, (struct MHD_Connection *a0, enum MHD_ValueKind a1, const char *a2), (a0, a1, a2))
 SBX_LAZY(sbx__lazy_mhd, enum MHD_Result, FAIL, MHD_queue_response, (struct MHD_Connection *a0, unsigned int a1, struct MHD_Response *a2), (a0, a1, a2))
 SBX_LAZY_VOID(sbx__lazy_mhd, MHD_stop_daemon, (struct MHD_Daemon *a0), (a0))
+SBX_LAZY_VOID(sbx__lazy_mhd, MHD_suspend_connection, (struct MHD_Connection *a0), (a0))
+SBX_LAZY_VOID(sbx__lazy_mhd, MHD_resume_connection, (struct MHD_Connection *a0), (a0))
 
 #define RESOLVE(name, fail)                                                             \
 	static __typeof__(name) *fp;                                                    \

@@ -76,6 +76,13 @@ void sbx__srv_metrics_reply(struct srv_req *r)
 			    "(HTTP requests in flight and WebSockets).\n"
 			    "# TYPE sbx_serve_proxy_connections gauge\nsbx_serve_proxy_connections %zu\n",
 			sbx__srv_relays_count(srv));
+	unsigned threads = 0, busy = 0;
+	sbx__srv_pool_stats(srv, &threads, &busy);
+	sbx__buf_printf(&b, "# HELP sbx_serve_workers Worker threads (at most --workers).\n"
+			    "# TYPE sbx_serve_workers gauge\nsbx_serve_workers %u\n"
+			    "# HELP sbx_serve_workers_busy Worker threads running a request.\n"
+			    "# TYPE sbx_serve_workers_busy gauge\nsbx_serve_workers_busy %u\n",
+			threads, busy);
 	size_t len = 0;
 	char *text = sbx__buf_steal(&b, &len);
 	sbx__srv_reply_bytes(r, 200, "text/plain; version=0.0.4", text, len);

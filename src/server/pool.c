@@ -36,7 +36,7 @@ static char *key_of(const sbx_sandbox_opts *spec)
 	return sbx__pool_key(k.provider, &k, (char *const *)k.labels);
 }
 
-int sbx__srv_pool_start(struct server *srv, sbx_error **err)
+int sbx__srv_warm_start(struct server *srv, sbx_error **err)
 {
 	if (!srv->cfg.pool_size)
 		return 0;
@@ -76,7 +76,7 @@ int sbx__srv_pool_start(struct server *srv, sbx_error **err)
 	return sbx_pool_wait(srv->rt, FILL_TIMEOUT_S, err);
 }
 
-int sbx__srv_pooled(const struct server *srv, const sbx_sandbox_opts *o)
+int sbx__srv_warm_has(const struct server *srv, const sbx_sandbox_opts *o)
 {
 	if (!srv->pool_keys)
 		return 0;
@@ -84,7 +84,7 @@ int sbx__srv_pooled(const struct server *srv, const sbx_sandbox_opts *o)
 	return sbx__strv_contains(srv->pool_keys, k);
 }
 
-void sbx__srv_pool_free(struct server *srv)
+void sbx__srv_warm_free(struct server *srv)
 {
 	sbx__strv_free(srv->pool_keys);
 	srv->pool_keys = NULL;

@@ -2,14 +2,17 @@
 /*
  * HTTP through a user port of a sandbox: one connection into the sandbox's
  * own network (sbx_sandbox_connect_port) per request, made on the
- * connection's thread like every other call of the server. The request
+ * worker like every other call of the server (http.c). The request
  * head goes out at once, the body follows as it arrives (Content-Length
  * kept, chunked re-chunked), then the response is read: its head parsed
  * (at most PROXY_BUF bytes), its body streamed to the client as the
  * sandbox sends it (Content-Length, chunked decoded and re-framed by MHD,
  * or to EOF) through one PROXY_BUF buffer: nothing is held whole. A 101
  * to an upgrade request hands both sockets to the relay thread (relay.c).
- * Every wait on the sandbox is bounded by --proxy-idle-timeout.
+ * Every wait on the sandbox is bounded by --proxy-idle-timeout. The begin,
+ * body and head run on a worker (http.c); the body's reader runs on the
+ * event thread and never waits: with nothing from the sandbox it parks the
+ * connection until the socket is readable (the notifier watches it).
  */
 #include <errno.h>
 #include <microhttpd.h>
@@ -21,10 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "../util/alloc.h"
+#include "../util/fs.h"
 #include "../util/str.h"
 #include "server_int.h"
 
@@ -54,6 +59,9 @@ struct srv_proxy {
 	int chunked_in, upgrade, head_only;
 	int failed;                  /* errno of a failed write to the sandbox */
 	int timeout_ms;              /* -1 = none */
+	int nonblock;                /* the body's reader: fill() never waits */
+	double park_until;           /* the reader's wait ends here (monotonic; 0 = not waiting) */
+	struct srv_park park;        /* the body's reader (once the reply is queued) */
 	enum body_mode mode;
 	enum chunk_state ch;
 	uint64_t left;               /* BODY_LENGTH: bytes left; CH_DATA: in this chunk */
@@ -132,7 +140,7 @@ static ssize_t fill(struct srv_proxy *px)
 		}
 		if (errno == EINTR)
 			continue;
-		if (errno != EAGAIN)
+		if (errno != EAGAIN || px->nonblock)
 			return -errno;
 		int k = wait_fd(px, POLLIN);
 		if (k <= 0)
@@ -154,7 +162,12 @@ static int get_line(struct srv_proxy *px, const char **start, size_t *n)
 			px->off = (size_t)(nl + 1 - px->buf);
 			return 0;
 		}
-		if (px->len - px->off > LINE_MAX_B || fill(px) <= 0)
+		if (px->len - px->off > LINE_MAX_B)
+			return -EPROTO;
+		ssize_t k = fill(px);
+		if (k == -EAGAIN)
+			return -EAGAIN;
+		if (k <= 0)
 			return -EPROTO;
 	}
 }
@@ -322,8 +335,8 @@ static ssize_t take(struct srv_proxy *px, char *out, size_t max)
 	return (ssize_t)n;
 }
 
-/* Decoded body bytes into out (at most max), blocking until some arrive:
- * > 0, or an MHD end code. */
+/* Decoded body bytes into out (at most max): > 0, 0 when nothing has
+ * arrived yet (-EAGAIN from the socket), or an MHD end code. */
 static ssize_t next_body(struct srv_proxy *px, char *out, size_t max)
 {
 	if (px->mode == BODY_NONE)
@@ -339,6 +352,8 @@ static ssize_t next_body(struct srv_proxy *px, char *out, size_t max)
 			}
 			if (px->off == px->len) {
 				ssize_t n = fill(px);
+				if (n == -EAGAIN)
+					return 0;
 				if (n == 0 && px->mode == BODY_EOF)
 					return MHD_CONTENT_READER_END_OF_STREAM;
 				if (n <= 0)
@@ -353,8 +368,13 @@ static ssize_t next_body(struct srv_proxy *px, char *out, size_t max)
 		}
 		const char *ln;
 		size_t lnn;
-		if (px->ch == CH_DONE || get_line(px, &ln, &lnn) < 0)
-			return px->ch == CH_DONE ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+		if (px->ch == CH_DONE)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		int lr = get_line(px, &ln, &lnn);
+		if (lr == -EAGAIN)
+			return 0;
+		if (lr < 0)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
 		if (px->ch == CH_CRLF) {
 			if (lnn != 0)
 				return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -384,15 +404,35 @@ static ssize_t body_read(void *cls, uint64_t pos, char *out, size_t max)
 {
 	(void)pos;
 	struct srv_proxy *px = cls;
-	ssize_t n = next_body(px, out, max);
-	if (n > 0 && px->r)
-		sbx__srv_touch(px->r);
-	return n;
+	for (;;) {
+		unsigned gen = sbx__srv_park_gen(&px->park);
+		ssize_t n = next_body(px, out, max);
+		if (n > 0) {
+			px->park_until = 0;
+			if (px->r)
+				sbx__srv_touch(px->r);
+		}
+		if (n != 0)
+			return n;
+		double now = sbx__now_mono();
+		/* cut short (the client sees it): stopping, or silent that long */
+		if (atomic_load(&px->srv->stopping) || (px->park_until && now >= px->park_until))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		/* Nothing from the sandbox yet: parked until its socket is
+		 * readable or the idle timeout. */
+		double until = px->park_until ? px->park_until : px->timeout_ms >= 0 ? now + px->timeout_ms / 1e3 : 0;
+		if (sbx__srv_park(&px->park, gen, until, px->fd, EPOLLIN | EPOLLRDHUP)) {
+			px->park_until = until;
+			return 0;
+		}
+	}
 }
 
 static void body_free(void *cls)
 {
-	px_put(cls);
+	struct srv_proxy *px = cls;
+	sbx__srv_park_fini(&px->park);
+	px_put(px);
 }
 
 static void on_upgrade(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra_in, size_t extra_in_size,
@@ -555,8 +595,11 @@ void sbx__srv_proxy_finish(struct srv_req *r)
 	uint64_t size = px->mode == BODY_LENGTH ? hd.length : px->mode == BODY_NONE ? (hd.has_length ? hd.length : 0)
 										     : MHD_SIZE_UNKNOWN;
 	atomic_fetch_add(&px->refs, 1);
+	px->nonblock = 1;
+	sbx__srv_park_init(&px->park, r->srv, r->c);
 	struct MHD_Response *resp = MHD_create_response_from_callback(size, 64 * 1024, body_read, px, body_free);
 	if (!resp) {
+		sbx__srv_park_fini(&px->park);
 		px_put(px);
 		sbx__srv_proxy_error(r, 500, px->port, "out of memory relaying port %u", px->port);
 		return;

@@ -29,6 +29,7 @@ struct srv_config {
 	unsigned max_proxy_connections; /* per sandbox */
 	unsigned pool_size;           /* --pool: sandboxes kept warm per template (0 = none) */
 	char **pool_templates;        /* --pool-template (NULL: "base") */
+	unsigned workers;             /* worker threads at most; 0 = SRV_WORKERS */
 };
 
 /* Runs the server until SIGINT/SIGTERM. Returns the process exit code. */

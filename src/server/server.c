@@ -279,7 +279,7 @@ static void server_id_of(char out[17], const char *state_dir)
 	sbx__hex_encode(out, md, 8);
 }
 
-/* Waits (at most 10 s) until process pump threads let go of the sandboxes. */
+/* Waits (at most 10 s) until process pumps let go of the sandboxes. */
 static void drain(struct server *srv, int destroy)
 {
 	size_t n;
@@ -311,6 +311,7 @@ static void drain(struct server *srv, int destroy)
 }
 
 struct stopper {
+	struct server *srv;
 	void *daemon;
 	pthread_mutex_t lk;
 	pthread_cond_t cv;
@@ -320,7 +321,7 @@ struct stopper {
 static void *stop_main(void *arg)
 {
 	struct stopper *st = arg;
-	sbx__srv_http_stop(st->daemon);
+	sbx__srv_http_stop(st->srv, st->daemon);
 	pthread_mutex_lock(&st->lk);
 	st->done = 1;
 	pthread_cond_signal(&st->cv);
@@ -331,16 +332,17 @@ static void *stop_main(void *arg)
 /* Stops the HTTP side, waiting at most STOP_GRACE_S for the connection
  * threads: one stuck in a call a sandbox blocks must not keep SIGTERM from
  * working. 1 when everything stopped; 0 leaves the stopper running. */
-static int http_stop_bounded(void *daemon)
+static int http_stop_bounded(struct server *srv, void *daemon)
 {
 	struct stopper *st = xcalloc(1, sizeof(*st));
+	st->srv = srv;
 	st->daemon = daemon;
 	pthread_mutex_init(&st->lk, NULL);
 	pthread_cond_init(&st->cv, NULL);
 	pthread_t t;
 	if (pthread_create(&t, NULL, stop_main, st) != 0) {
 		/* No stopper thread: stop inline, unbounded, rather than not at all. */
-		sbx__srv_http_stop(daemon);
+		sbx__srv_http_stop(srv, daemon);
 		pthread_mutex_destroy(&st->lk);
 		pthread_cond_destroy(&st->cv);
 		free(st);
@@ -380,9 +382,10 @@ static int serve(struct server *srv, sbx_error **err)
 	if ((r = sbx_runtime_new(&srv->rt, &ro, err)) < 0)
 		return r;
 	if ((r = sbx__srv_state_open(srv, err)) < 0 || (r = sbx__srv_state_reconcile(srv, err)) < 0 ||
-	    (r = sbx__srv_pool_start(srv, err)) < 0)
+	    (r = sbx__srv_warm_start(srv, err)) < 0)
 		return r;
-	if ((r = sbx__srv_relays_start(srv, err)) < 0)
+	if ((r = sbx__srv_relays_start(srv, err)) < 0 || (r = sbx__srv_loop_start(srv, err)) < 0 ||
+	    (r = sbx__srv_pool_start(srv, srv->cfg.workers, err)) < 0)
 		return r;
 	void *daemon = NULL;
 	if ((r = sbx__srv_http_start(srv, &daemon, &srv->port, err)) < 0)
@@ -400,7 +403,7 @@ static int serve(struct server *srv, sbx_error **err)
 		/* Without the timer no deadline or TTL would be enforced. */
 		atomic_store(&srv->stopping, 1);
 		sbx__srv_relays_stop(srv);
-		http_stop_bounded(daemon);
+		http_stop_bounded(srv, daemon);
 		drain(srv, srv->cfg.destroy_on_exit);
 		return sbx_error_setsys(err, -te, te, "start the server's timer thread");
 	}
@@ -416,13 +419,18 @@ static int serve(struct server *srv, sbx_error **err)
 	atomic_store(&srv->stopping, 1);
 	sbx__srv_timer_kick(srv);
 	sbx__srv_relays_stop(srv); /* MHD must not stop with upgraded connections open */
-	if (!http_stop_bounded(daemon)) {
+	if (!http_stop_bounded(srv, daemon)) {
 		srv->abandoned = 1;
 		fprintf(stderr, "sbx serve: connections still busy after %d s (a call blocked in a sandbox); "
 				"exiting without them\n", STOP_GRACE_S);
 	}
 	pthread_join(timer, NULL);
+	sbx__srv_procs_kick_all(srv); /* their pumps see `stopping` and let go */
 	drain(srv, srv->cfg.destroy_on_exit);
+	if (!srv->abandoned && !sbx__srv_pool_stop(srv, sbx__now_mono() + STOP_GRACE_S))
+		srv->abandoned = 1;
+	if (!srv->abandoned)
+		sbx__srv_loop_stop(srv);
 	return 0;
 }
 
@@ -434,6 +442,7 @@ int sbx__srv_run(const struct srv_config *cfg)
 	pthread_mutex_init(&srv->key_lock, NULL);
 	pthread_mutex_init(&srv->db_lock, NULL);
 	pthread_mutex_init(&srv->build_lock, NULL);
+	pthread_mutex_init(&srv->parks_lk, NULL);
 	pthread_cond_init(&srv->timer_cv, NULL);
 	raise_nofile();
 	sigset_t set;
@@ -466,12 +475,16 @@ out:
 	sbx_error_free(err);
 	if (srv->abandoned)
 		return rc; /* threads still use srv; the process is about to exit */
+	sbx__srv_pool_stop(srv, sbx__now_mono() + STOP_GRACE_S); /* when serve() failed early */
+	sbx__srv_loop_stop(srv);
+	sbx__srv_pool_free(srv);
+	sbx__srv_loop_free(srv);
 	sbx__srv_relays_free(srv);
 	sbx__srv_builds_free(srv);
 	sbx__dt_free(srv);
 	sbx__srv_state_close(srv);
 	sbx_runtime_free(srv->rt);
-	sbx__srv_pool_free(srv);
+	sbx__srv_warm_free(srv);
 	free(srv->v);
 	free(srv->key_path);
 	free(srv->api_key);

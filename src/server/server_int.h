@@ -2,7 +2,10 @@
 /*
  * Private interface of `sbx serve`, the E2B-compatible server: the server
  * and sandbox records, the HTTP glue, and one section per source file.
- * Threading: libmicrohttpd runs one thread per connection; the sandbox table
+ * Threading (docs/server.md, "Threads"): libmicrohttpd's one event thread
+ * reads requests and writes replies; handlers run on the worker pool
+ * (workers.c) while their connection is suspended; waits without a thread
+ * (process output, stream wake-ups) go through the notifier (loop.c). The sandbox table
  * and every sandbox's mutable fields (deadline, paused, op count, dead) are
  * guarded by srv->lock, which is never held across I/O; calls into a sandbox
  * hold an op reference instead of a lock (sbops.c); each process has its own
@@ -40,9 +43,53 @@
 #define SRV_PROXY_IDLE_TIMEOUT_S 600u   /* --proxy-idle-timeout default */
 #define SRV_PROXY_PER_SANDBOX 256u      /* --max-proxy-connections default */
 #define SRV_TRAFFIC_HEADER "e2b-traffic-access-token"
+#define SRV_WORKERS 64u                 /* --workers default */
 
 struct srv_proxy;
 struct srv_relays;
+struct srv_loop;
+struct srv_pool;
+struct server;
+
+/* ---- loop.c: the notifier ---------------------------------------------- */
+
+/* An fd watched by the notifier; cb runs on its thread, once per arm. */
+struct srv_watch {
+	int fd;
+	int added;
+	void (*cb)(struct srv_watch *w, uint32_t events);
+	void *ctx;
+};
+/* A one-shot timer of the notifier; cb runs on its thread. */
+struct srv_timer {
+	double at;                    /* monotonic */
+	int linked, firing;
+	void (*cb)(struct srv_timer *t);
+	void *ctx;
+	struct srv_timer *next;
+};
+int sbx__srv_loop_start(struct server *srv, sbx_error **err);
+void sbx__srv_loop_stop(struct server *srv);
+void sbx__srv_loop_free(struct server *srv);
+/* Arms w (fd, cb set) for events (EPOLLIN, EPOLLOUT): cb runs once. 0 or -errno. */
+int sbx__srv_loop_arm(struct server *srv, struct srv_watch *w, uint32_t events);
+/* Removes w; when it returns, cb is not running and will not run. */
+void sbx__srv_loop_unwatch(struct server *srv, struct srv_watch *w);
+/* Arms (or moves) t to fire at `at`; cancel: when it returns, cb is done. */
+void sbx__srv_timer_set(struct server *srv, struct srv_timer *t, double at);
+void sbx__srv_timer_cancel(struct server *srv, struct srv_timer *t);
+
+/* ---- workers.c: the worker pool ------------------------------------------ */
+
+int sbx__srv_pool_start(struct server *srv, unsigned max, sbx_error **err);
+/* Runs fn(arg) on a worker (queued while all --workers are busy). */
+void sbx__srv_pool_submit(struct server *srv, void (*fn)(void *), void *arg);
+/* 1 once no job runs or waits, 0 at `until` (monotonic). */
+int sbx__srv_pool_wait_idle(struct server *srv, double until);
+/* Ends the threads (after the queued jobs): 1 when all ended by `until`. */
+int sbx__srv_pool_stop(struct server *srv, double until);
+void sbx__srv_pool_free(struct server *srv);
+void sbx__srv_pool_stats(struct server *srv, unsigned *threads, unsigned *busy);
 
 struct srv_build;
 struct sqlite3;
@@ -50,7 +97,7 @@ struct dt_state;
 
 /* One started process of a sandbox (envd's process table entry). */
 struct srv_proc {
-	struct srv_sandbox *owner;   /* the pump thread holds a reference */
+	struct srv_sandbox *owner;   /* the pump holds a reference */
 	struct server *srv;
 	sbx_process *p;
 	pid_t pid;
@@ -68,10 +115,18 @@ struct srv_proc {
 	int refs;                    /* guarded by lk */
 	int in_table;                /* guarded by owner->plock */
 	struct srv_proc *next;       /* owner's list */
+	/* the pump (envd_process.c): notifier watches, one step at a time */
+	struct srv_watch pw[3];      /* stdout, stderr, status */
+	struct srv_timer ptimer;     /* the drain after the exit */
+	unsigned ready;              /* guarded by lk: watches fired */
+	int pumping;                 /* guarded by lk: a step is queued or runs */
+	int p_exited, p_status, p_timed_out; /* the pump's own view */
+	double drain_until;
 };
 
 /* One subscriber (a Start or Connect stream) of a process's output. */
 struct srv_sub {
+	struct srv_stream *st;       /* woken per event */
 	sbx_buf q;                   /* encoded envelopes not yet sent */
 	int overflow;
 	struct srv_sub *next;
@@ -139,10 +194,14 @@ struct server {
 	pthread_mutex_t build_lock;
 	struct srv_build *builds;
 	unsigned port;
-	int abandoned;                /* stopped with connection threads still busy */
+	int abandoned;                /* stopped with workers still busy */
 	struct srv_relays *relays;    /* proxied connections (relay.c) */
 	struct dt_state *daytona;     /* the Daytona API's snapshots and credentials (daytona/) */
 	char **pool_keys;             /* specs kept warm (pool.c) */
+	struct srv_loop *loop;        /* the notifier (loop.c) */
+	struct srv_pool *pool;        /* the workers (workers.c) */
+	pthread_mutex_t parks_lk;     /* connections that may park (woken at shutdown) */
+	struct srv_park *parks;
 };
 
 /* Waits for the Daytona API's snapshot builds and frees its state (daytona/snapshot.c). */
@@ -153,8 +212,43 @@ void sbx__dt_free(struct server *srv);
 struct MHD_Connection;
 struct srv_req;
 
-/* A server-streaming response: `fill` appends envelopes to `out`, blocking
- * until it has something; it returns 1 once the last frame is appended. */
+/* A connection parked from inside a content reader (http.c): suspended
+ * until woken by a producer, a time or an fd's readiness. */
+struct srv_park {
+	struct server *srv;
+	struct MHD_Connection *c;
+	pthread_mutex_t lk;
+	atomic_uint gen;              /* wakes so far */
+	int parked;
+	int inited, quiet;
+	struct srv_timer timer;
+	struct srv_watch watch;       /* fd -1 = none */
+	struct srv_park *pnext, *pprev; /* srv->parks */
+};
+void sbx__srv_park_init(struct srv_park *p, struct server *srv, struct MHD_Connection *c);
+/* From a content reader that has nothing to send: suspends the connection
+ * until sbx__srv_park_wake(), `until` (monotonic, 0 = none) or fd being
+ * ready for `events` (fd -1 = none), unless a wake came after gen was read
+ * (sbx__srv_park_gen): then 0, try again; 1 when parked (return 0). */
+int sbx__srv_park(struct srv_park *p, unsigned gen, double until, int fd, uint32_t events);
+unsigned sbx__srv_park_gen(struct srv_park *p);
+/* Resumes a parked connection, or makes the next park return 0. Any thread. */
+void sbx__srv_park_wake(struct srv_park *p);
+/* The notifier and the shutdown's wake-up let go of p (before its fd is
+ * closed); producers may still wake it. */
+void sbx__srv_park_quiesce(struct srv_park *p);
+/* Before the fd is closed or p freed (quiesces first). */
+void sbx__srv_park_fini(struct srv_park *p);
+
+#define SRV_FILL_MORE 0               /* appended to out */
+#define SRV_FILL_DONE 1               /* appended the last frame */
+#define SRV_FILL_WAIT 2               /* nothing yet: see wake_at, wake_fd */
+
+/* A server-streaming response: `fill` appends envelopes to `out` and never
+ * blocks (it runs on the event thread): SRV_FILL_MORE, SRV_FILL_DONE, or
+ * SRV_FILL_WAIT when it has nothing, after setting wake_at (monotonic, 0 =
+ * none) and wake_fd (readable wakes it; -1 = none); a producer wakes it
+ * with sbx__srv_stream_wake(). */
 struct srv_stream {
 	struct server *srv;
 	struct MHD_Connection *c;      /* the idle timeout restarts per event */
@@ -165,8 +259,15 @@ struct srv_stream {
 	void (*fini)(struct srv_stream *s);
 	double keepalive_s;           /* 0 = none */
 	double deadline;              /* monotonic, 0 = none */
+	double wake_at;
+	int wake_fd;
 	void *ctx;
+	struct srv_park park;         /* http.c */
 };
+/* A producer has something for s (any thread). */
+void sbx__srv_stream_wake(struct srv_stream *s);
+/* At shutdown: every parked connection is woken (fills see srv->stopping). */
+void sbx__srv_parks_wake_all(struct server *srv);
 
 struct srv_req {
 	struct server *srv;
@@ -195,10 +296,16 @@ struct srv_req {
 	char *raw_uri;                /* the request target as sent (path and query) */
 	unsigned proxy_port;          /* a user port of sb: proxied (proxy_http.c) */
 	struct srv_proxy *proxy;
+	/* http.c: the phases run on workers while the connection is suspended */
+	atomic_int busy;              /* a job runs: the connection is suspended */
+	int recall;                   /* MHD repeats the first call after a begin job */
+	char *chunk;                  /* body bytes a feed job is consuming (a copy) */
+	size_t chunk_n, chunk_cap;
+	int final_done;               /* the route job finished */
 };
 
 int sbx__srv_http_start(struct server *srv, void **daemon_out, unsigned *port_out, sbx_error **err);
-void sbx__srv_http_stop(void *daemon);
+void sbx__srv_http_stop(struct server *srv, void *daemon);
 const char *sbx__srv_header(struct srv_req *r, const char *name);
 const char *sbx__srv_query(struct srv_req *r, const char *name);
 void sbx__srv_reply_json(struct srv_req *r, int status, json_t *body); /* steals body */
@@ -217,6 +324,7 @@ struct MHD_Response;
 void sbx__srv_queue(struct srv_req *r, int status, struct MHD_Response *resp, const char *ctype);
 /* Counts as activity for the connection's idle timeout. */
 void sbx__srv_touch(struct srv_req *r);
+void sbx__srv_conn_touch(struct MHD_Connection *c, unsigned idle_s);
 /* Starts a streaming response; takes ownership of s (fini runs at the end). */
 void sbx__srv_reply_stream(struct srv_req *r, struct srv_stream *s);
 
@@ -442,6 +550,9 @@ void sbx__srv_envd_fs(struct srv_req *r, struct srv_sandbox *s, const char *meth
 void sbx__srv_envd_files(struct srv_req *r, struct srv_sandbox *s);
 /* POST /files before its body: the upload's consumer (envd_files.c). */
 void sbx__srv_envd_files_begin(struct srv_req *r, struct srv_sandbox *s);
+/* At shutdown: every process's pump runs once more and, seeing
+ * srv->stopping, lets go of its sandbox. */
+void sbx__srv_procs_kick_all(struct server *srv);
 /* Frees the process table (sandbox is going away). */
 void sbx__srv_procs_release(struct srv_sandbox *s);
 /* The user and cwd for a call: user from Basic auth (or default), home dir. */
@@ -499,10 +610,10 @@ extern sbx__lazy_lib sbx__lazy_mhd, sbx__lazy_sqlite, sbx__lazy_zlib;
 /* ---- pool.c: --pool N ----------------------------------------------------- */
 
 /* Adds the warm pools of --pool and waits until they are full. */
-int sbx__srv_pool_start(struct server *srv, sbx_error **err);
+int sbx__srv_warm_start(struct server *srv, sbx_error **err);
 /* 1 when a pool holds sandboxes of spec `o` (its detach ignored). */
-int sbx__srv_pooled(const struct server *srv, const sbx_sandbox_opts *o);
-void sbx__srv_pool_free(struct server *srv);
+int sbx__srv_warm_has(const struct server *srv, const sbx_sandbox_opts *o);
+void sbx__srv_warm_free(struct server *srv);
 
 void sbx__srv_create_lists(char ***labels, char ***env, const struct server *srv, const char *template_id,
 			   json_t *meta, json_t *envs);
