@@ -1,19 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fork: N sandboxes starting from a live sandbox's file system. The parent's
- * writable layer is a btrfs subvolume; each child's starts as a snapshot of
- * it (copy-on-write: O(1) in what the parent wrote, no frozen layer to
- * collect later, since btrfs keeps shared extents until their last user is
- * gone). The parent's cgroup is frozen while the snapshots are taken, so a
- * write in flight is either in every child or in none. Each child then boots
- * like a fresh sandbox over the parent's image with its own id, cgroups and
- * id range; its layer keeps the parent's on-disk ids and is mounted
- * idmapped onto the child's range. Processes are not copied.
+ * Fork: N sandboxes starting from a live sandbox's file system. While the
+ * parent's cgroup is frozen (a write in flight is in every child or in
+ * none), its writable layer is reflink-copied once into a frozen layer
+ * (frozen.c: a new subvolume, no btrfs commit, cost per file not per byte).
+ * Each child then boots like a cold create, on a fresh empty writable layer
+ * of its own, with the frozen layer as its top lower layer (a fork of a fork
+ * stacks the ancestors' frozen layers below). Children boot in parallel, one
+ * thread per CPU. The frozen layer goes with its last child.
+ *
+ * A parent with more files than FORK_COPY_MAX falls back to one btrfs
+ * snapshot of its layer per child (each a transaction commit, so the cost
+ * is per child rather than per file; the children's layers then keep the
+ * parent's on-disk ids and are mounted idmapped). Processes are not copied.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../util/alloc.h"
 #include "../../util/cleanup.h"
@@ -23,6 +29,12 @@
 #include "local_int.h"
 
 extern const sbx_provider_ops sbx_provider_local;
+
+/* Above this many files in the parent's writable layer, copying them costs
+ * more than the btrfs commits of one snapshot per child (measured in
+ * docs/performance.md, "Fork and snapshots"). */
+#define FORK_COPY_MAX 4096
+#define FORK_THREADS_MAX 8
 
 /* The children's spec: the caller's, else the parent's recorded one; the
  * image, user namespace mode and layer are always the parent's. */
@@ -48,6 +60,95 @@ static int child_spec(sbx_sandbox_opts *out, const struct local_state *st, const
 	return 0;
 }
 
+struct boot {
+	pthread_mutex_t lock;
+	size_t next, n;
+	void **children;
+	char **ids;
+	struct local_ctx *c;
+	const sbx_sandbox_opts *spec;
+	char *const *frozen;
+	int r;
+	sbx_error *err;
+};
+
+static void *boot_thread(void *arg)
+{
+	struct boot *b = arg;
+	for (;;) {
+		pthread_mutex_lock(&b->lock);
+		size_t i = b->r < 0 ? b->n : b->next++;
+		pthread_mutex_unlock(&b->lock);
+		if (i >= b->n)
+			return NULL;
+		sbx_error *e = NULL;
+		int r = sbx__local_create_frozen(&b->children[i], &b->ids[i], b->c, b->spec, b->frozen, &e);
+		if (r < 0) {
+			pthread_mutex_lock(&b->lock);
+			if (b->r == 0) {
+				b->r = r;
+				b->err = e;
+				e = NULL;
+			}
+			pthread_mutex_unlock(&b->lock);
+			sbx_error_free(e);
+		}
+	}
+}
+
+/* The children on the frozen layers, booted by up to one thread per CPU. */
+static int boot_children(void **children, char **ids, size_t n, struct local_ctx *c, const sbx_sandbox_opts *spec,
+			 char *const *frozen, sbx_error **err)
+{
+	struct boot b = { .n = n, .children = children, .ids = ids, .c = c, .spec = spec, .frozen = frozen };
+	pthread_mutex_init(&b.lock, NULL);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nt = cpus > 1 ? (size_t)cpus : 1;
+	if (nt > n)
+		nt = n;
+	if (nt > FORK_THREADS_MAX)
+		nt = FORK_THREADS_MAX;
+	pthread_t th[FORK_THREADS_MAX];
+	size_t started = 0;
+	for (; started + 1 < nt; started++)
+		if (pthread_create(&th[started], NULL, boot_thread, &b) != 0)
+			break;
+	boot_thread(&b);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_destroy(&b.lock);
+	if (b.r < 0) {
+		for (size_t i = 0; i < n; i++) {
+			if (!children[i])
+				continue;
+			sbx_provider_local.destroy(children[i], NULL);
+			sbx_provider_local.close(children[i]);
+			free(ids[i]);
+			children[i] = NULL;
+			ids[i] = NULL;
+		}
+		if (err && !*err)
+			*err = b.err;
+		else
+			sbx_error_free(b.err);
+	}
+	return b.r;
+}
+
+/* The fallback past FORK_COPY_MAX files: a writable snapshot per child
+ * (called with the parent frozen; children are booted after the thaw). */
+static int snapshot_children(char (*cid)[LOCAL_ID_LEN + 1], size_t n, size_t *made, struct local_ctx *c,
+			     const char *parent, uint64_t limit, sbx_error **err)
+{
+	for (; *made < n; (*made)++) {
+		sbx__random_hex(cid[*made], LOCAL_ID_LEN);
+		int r = sbx__scratch_snapshot(&c->scratch, parent, cid[*made], limit, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int sbx__local_fork(void **children, char **ids, size_t n, void *parent, const sbx_sandbox_opts *o,
 		    sbx_error **err)
 {
@@ -60,6 +161,8 @@ int sbx__local_fork(void **children, char **ids, size_t n, void *parent, const s
 	sbx_sandbox_opts spec;
 	_cleanup_close_ int layer = -1;
 	char (*cid)[LOCAL_ID_LEN + 1] = xcalloc(n, sizeof(*cid));
+	char name[LOCAL_ID_LEN + 1] = "";
+	char **frozen = NULL;
 	size_t made = 0, started = 0;
 	int r = child_spec(&spec, &st, o, p->id, err);
 	if (r < 0)
@@ -78,28 +181,43 @@ int sbx__local_fork(void **children, char **ids, size_t n, void *parent, const s
 	uint64_t limit = (uint64_t)sbx__local_storage_mb(c, &spec) << 20;
 	double t0 = sbx__now_mono();
 	/* Freezing fails without a freezer (or when already paused): the
-	 * snapshot is then as consistent as a crash, which btrfs guarantees. */
+	 * copy is then as consistent as a crash, which btrfs guarantees. */
 	int froze = !sbx__cg_frozen(&c->cg, p->id) && sbx__cg_freeze(&c->cg, p->id, 1, NULL) == 0;
 	if (froze)
 		sbx__cg_freeze_settle(&c->cg, p->id);
-	for (; made < n; made++) {
-		sbx__random_hex(cid[made], LOCAL_ID_LEN);
-		if ((r = sbx__scratch_snapshot(&c->scratch, p->id, cid[made], limit, err)) < 0)
-			break;
+	/* The parent's id guards the new layer until the children hold it. */
+	sbx_error *copy_err = NULL;
+	r = sbx__frozen_make(name, c, p->id, st.layer_base, FORK_COPY_MAX, p->id, &copy_err);
+	int snapshots = r == -E2BIG;
+	if (snapshots) {
+		sbx_error_free(copy_err);
+		name[0] = '\0';
+		r = snapshot_children(cid, n, &made, c, p->id, limit, err);
+	} else if (r < 0) {
+		name[0] = '\0';
+		if (err)
+			*err = copy_err;
+		else
+			sbx_error_free(copy_err);
 	}
 	if (froze)
 		sbx__cg_freeze(&c->cg, p->id, 0, NULL);
 	double t1 = sbx__now_mono();
 	if (r < 0)
 		goto out;
-	for (; started < n; started++) {
-		if ((r = sbx__local_create_from(&children[started], &ids[started], c, &spec, cid[started],
-						st.layer_base, err)) < 0)
-			break;
+	frozen = sbx__strv_dup((const char *const *)st.frozen);
+	if (snapshots) {
+		for (; started < n; started++)
+			if ((r = sbx__local_create_from(&children[started], &ids[started], c, &spec, cid[started],
+							st.layer_base, frozen, err)) < 0)
+				break;
+	} else {
+		sbx__strv_push(&frozen, name);
+		r = boot_children(children, ids, n, c, &spec, frozen, err);
 	}
 	if (r == 0)
-		SBX_LOGD("local: forked %s into %zu in %.2f ms (snapshots %.2f ms%s)", p->id, n,
-			 (sbx__now_mono() - t0) * 1e3, (t1 - t0) * 1e3, froze ? ", parent frozen" : "");
+		SBX_LOGD("local: forked %s into %zu in %.2f ms (%s %.2f ms%s)", p->id, n, (sbx__now_mono() - t0) * 1e3,
+			 snapshots ? "snapshots" : "frozen layer", (t1 - t0) * 1e3, froze ? ", parent frozen" : "");
 out:
 	if (r < 0) {
 		for (size_t i = 0; i < started; i++) {
@@ -112,6 +230,10 @@ out:
 		for (size_t i = started; i < made; i++)
 			sbx__scratch_remove(&c->scratch, cid[i]);
 	}
+	/* Drops the guard: with no child holding it the layer goes now. */
+	if (name[0])
+		sbx__frozen_unref(c, name, p->id);
+	sbx__strv_free(frozen);
 	free(cid);
 	sbx__state_clear(&st);
 	return r;

@@ -102,6 +102,7 @@ static void local_close(void *h)
 	if (sb->mntns >= 0)
 		close(sb->mntns); /* the sandbox lives on: init holds its own reference */
 	pthread_mutex_destroy(&sb->lock);
+	sbx__strv_free(sb->frozen);
 	free(sb->scratch);
 	free(sb->dir);
 	free(sb);
@@ -173,6 +174,11 @@ static int teardown(struct local_sb *sb, sbx_error **err)
 	int r = sbx__net_detach(sb->dir, sb->id, err);
 	if (r == 0 && (r = sbx__scratch_remove(&sb->ctx->scratch, sb->id)) < 0)
 		sbx_error_setsys(err, r, -r, "remove the writable layer of sandbox %s", sb->id);
+	if (r >= 0) {
+		sbx__frozen_unref_all(sb->ctx, sb->frozen, sb->id);
+		sbx__strv_free(sb->frozen);
+		sb->frozen = NULL;
+	}
 	if (r >= 0)
 		r = sbx__cg_remove(&sb->ctx->cg, sb->id, err);
 	if (r < 0)
@@ -204,16 +210,31 @@ static int write_state(struct local_sb *sb, const sbx_sandbox_opts *o, sbx_error
 		.spec = *o,
 		.env = (char **)o->env,
 		.layer_base = sb->layer_base,
+		.frozen = sb->frozen,
 	};
 	st.expires = o->ttl_s ? st.created + o->ttl_s : 0;
 	_cleanup_free_ char *path = path_of(sb, "json");
 	return sbx__state_write(path, &st, err);
 }
 
+/* Takes a reference on each frozen layer below sb's own: its writable
+ * layer exists by now, so a sweep sees the holder alive. */
+static int hold_frozen(struct local_sb *sb, char *const *frozen, sbx_error **err)
+{
+	for (size_t i = 0; frozen && frozen[i]; i++) {
+		int r = sbx__frozen_ref(sb->ctx, frozen[i], sb->id, err);
+		if (r < 0)
+			return r;
+		sbx__strv_push(&sb->frozen, frozen[i]);
+	}
+	return 0;
+}
+
 /* preset: the id whose writable layer a fork already made (storing ids of
- * layer_base), else NULL for a fresh id and layer. */
+ * layer_base), else NULL for a fresh id and layer. frozen: frozen layers
+ * (frozen.c) between the image and the writable layer. */
 static int create_impl(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
-		       const char *preset, uint32_t layer_base, sbx_error **err)
+		       const char *preset, uint32_t layer_base, char *const *frozen, sbx_error **err)
 {
 	if (geteuid() != 0)
 		return sbx_error_set(err, -EPERM,
@@ -267,6 +288,12 @@ static int create_impl(void **sb_out, char **id_out, struct local_ctx *c, const 
 					   &sb->scratch, err)) < 0)
 			goto out;
 	}
+	if (frozen && !sb->scratch) {
+		r = sbx_error_set(err, -ENOTSUP, "sandbox %s: frozen layers need the writable layer on disk", id);
+		goto out;
+	}
+	if ((r = hold_frozen(sb, frozen, err)) < 0)
+		goto out;
 	int sent = sbx__local_send_setup(sb, sync[0], listener, &ns.id, img, o, MSG_DONTWAIT, err);
 	if (sent < 0 && sent != -EAGAIN) {
 		r = sent;
@@ -328,13 +355,19 @@ static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandb
 {
 	if (sbx__local_is_snapshot_image(o->image))
 		return sbx__local_create_snapshot(sb_out, id_out, ctx, o, err);
-	return create_impl(sb_out, id_out, ctx, o, NULL, 0, err);
+	return create_impl(sb_out, id_out, ctx, o, NULL, 0, NULL, err);
 }
 
 int sbx__local_create_from(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
-			   const char *id, uint32_t layer_base, sbx_error **err)
+			   const char *id, uint32_t layer_base, char *const *frozen, sbx_error **err)
 {
-	return create_impl(sb_out, id_out, c, o, id, layer_base, err);
+	return create_impl(sb_out, id_out, c, o, id, layer_base, frozen, err);
+}
+
+int sbx__local_create_frozen(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
+			     char *const *frozen, sbx_error **err)
+{
+	return create_impl(sb_out, id_out, c, o, NULL, 0, frozen, err);
 }
 
 static int valid_id(const char *id)
@@ -357,6 +390,7 @@ static int local_open(void **sb_out, void *ctx, const char *id, sbx_error **err)
 	}
 	sb->pid = st.pid;
 	sb->start = st.start;
+	sb->frozen = steal_ptr(&st.frozen);
 	sbx__state_clear(&st);
 	if (!sbx__proc_alive(sb->pid, sb->start)) {
 		local_close(sb);
@@ -522,6 +556,19 @@ static int local_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_erro
 		i->leaked = 1;
 	}
 	sbx__strv_free(orphans);
+	/* Frozen layers whose holders all died (a fork cut short, a crash). */
+	char **frozen = sbx__frozen_sweep(c, NULL);
+	for (size_t k = 0; frozen && frozen[k]; k++) {
+		v = xrealloc(v, (n + 1) * sizeof(*v));
+		sbx_sandbox_info *i = &v[n++];
+		memset(i, 0, sizeof(*i));
+		i->id = xasprintf(FROZEN_ID_PREFIX "%s", frozen[k]);
+		i->provider = xstrdup("local");
+		i->image = xstrdup("(frozen layer)");
+		i->state = xstrdup("dead");
+		i->leaked = 1;
+	}
+	sbx__strv_free(frozen);
 	*out = v;
 	*n_out = n;
 	return 0;
@@ -540,9 +587,20 @@ static int remove_tmp_files(struct local_ctx *c, const char *id)
 	return n > 0;
 }
 
+/* GC of a frozen layer nobody holds any more (listed as frz-NAME). */
+static int destroy_frozen(struct local_ctx *c, const char *name, sbx_error **err)
+{
+	char **dead = sbx__frozen_sweep(c, name);
+	int had = sbx__strv_contains(dead, name);
+	sbx__strv_free(dead);
+	return had ? 0 : sbx_error_set(err, -ENOENT, "no orphaned frozen layer '%s'", name);
+}
+
 static int local_destroy_id(void *ctx, const char *id, sbx_error **err)
 {
 	struct local_ctx *c = ctx;
+	if (!strncmp(id, FROZEN_ID_PREFIX, strlen(FROZEN_ID_PREFIX)))
+		return destroy_frozen(c, id + strlen(FROZEN_ID_PREFIX), err);
 	if (!valid_id(id))
 		return sbx_error_set(err, -ENOENT, "no sandbox '%s'", id);
 	struct local_sb *sb = sb_new(c, id);
@@ -550,6 +608,7 @@ static int local_destroy_id(void *ctx, const char *id, sbx_error **err)
 	_cleanup_free_ char *path = path_of(sb, "json");
 	int have = sbx__state_read(&st, path, NULL) == 0;
 	if (have) {
+		sb->frozen = steal_ptr(&st.frozen);
 		if (sbx__proc_alive(st.pid, st.start)) {
 			sb->pid = st.pid;
 			sb->start = st.start;

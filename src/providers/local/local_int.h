@@ -11,6 +11,8 @@
 #include <sbx/sys/provider.h>
 
 #define LOCAL_ID_LEN 12
+/* How `sbx ls`/`gc` name an orphaned frozen layer (frozen.c). */
+#define FROZEN_ID_PREFIX "frz-"
 
 enum cg_mode { CG_NONE = 0, CG_V1 = 1, CG_V2 = 2 };
 enum cg_ctrl { CG_MEMORY, CG_PIDS, CG_CPU, CG_N };
@@ -141,6 +143,7 @@ struct local_sb {
 	char *scratch;      /* its writable layer's subvolume (creator only), or NULL */
 	uint32_t layer_base; /* host id of root inside as the writable layer stores it:
 				id_base, or a fork's ancestor's (then an idmapped upper) */
+	char **frozen;      /* frozen layers below its own (frozen.c), bottom first; NULL = none */
 };
 /* local.c: host id of the sandbox's root (0 for userns=host): files the host
  * creates inside belong to base + the id inside. */
@@ -176,7 +179,25 @@ int sbx__local_limits(sbx_limits *out, void *ctx, const sbx_sandbox_opts *o, sbx
 /* local.c: create with the writable layer already made as subvolume id
  * (a fork child) storing ids of layer_base. */
 int sbx__local_create_from(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
-			   const char *id, uint32_t layer_base, sbx_error **err);
+			   const char *id, uint32_t layer_base, char *const *frozen, sbx_error **err);
+/* frozen.c: a fork's frozen layer, shared read-only by its children. */
+int sbx__frozen_valid(const char *name);
+char *sbx__frozen_path(struct local_ctx *c, const char *name);
+/* Copies sandbox src_id's upper dir (ids stored from base) into a new
+ * frozen layer, held by guard; -E2BIG past max_entries files. */
+int sbx__frozen_make(char name[LOCAL_ID_LEN + 1], struct local_ctx *c, const char *src_id, uint32_t base,
+		     long max_entries, const char *guard, sbx_error **err);
+int sbx__frozen_ref(struct local_ctx *c, const char *name, const char *holder, sbx_error **err);
+/* Drops holder's reference; the last one removes the layer. */
+void sbx__frozen_unref(struct local_ctx *c, const char *name, const char *holder);
+void sbx__frozen_unref_all(struct local_ctx *c, char *const *names, const char *holder);
+/* Names of layers no live sandbox or snapshot holds; the one named remove
+ * (if among them) is removed. */
+char **sbx__frozen_sweep(struct local_ctx *c, const char *remove);
+/* local.c: create with frozen layers (names, bottom first) below a fresh upper. */
+int sbx__local_create_frozen(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
+			     char *const *frozen, sbx_error **err);
+
 /* snapshot.c: named snapshots and creates from them ("snapshot:NAME"). */
 int sbx__local_snapshot(char **name_out, void *sb, const char *name, sbx_error **err);
 int sbx__local_snapshot_remove(void *ctx, const char *name, sbx_error **err);
@@ -296,6 +317,7 @@ struct local_state {
 	sbx_sandbox_opts spec;  /* image, env, labels unset; workdir/user/hostname owned */
 	char **env;
 	uint32_t layer_base;
+	char **frozen;      /* frozen layers below the writable one, bottom first */
 };
 int sbx__state_write(const char *path, const struct local_state *st, sbx_error **err);
 int sbx__state_read(struct local_state *st, const char *path, sbx_error **err);

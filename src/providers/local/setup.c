@@ -72,6 +72,11 @@ static void build_setup(struct sbx_msg *m, char *buf, size_t cap, struct local_s
 	sbx__msg_add_str(m, T_ID, sb->id);
 	for (size_t i = 0; i < img->n_layers; i++)
 		sbx__msg_add_str(m, T_LAYER, img->layer_paths[i]);
+	/* Frozen layers store image ids: they are mounted as image layers are. */
+	for (size_t i = 0; sb->frozen && sb->frozen[i]; i++) {
+		_cleanup_free_ char *p = sbx__frozen_path(sb->ctx, sb->frozen[i]);
+		sbx__msg_add_str(m, T_LAYER, p);
+	}
 	_cleanup_free_ char *rw = xasprintf("%s/.mnt", sb->ctx->dir);
 	sbx__msg_add_str(m, T_RW_MNT, rw);
 	if (o->upper_dir || sb->scratch)
