@@ -18,6 +18,14 @@
 static sbx_runtime *rt;
 static const char *image;
 
+/* --debug: the library's stage timings (create, fork) on stderr. */
+static void log_stderr(sbx_log_level level, const char *msg, void *payload)
+{
+	(void)level;
+	(void)payload;
+	fprintf(stderr, "%s\n", msg);
+}
+
 static sbx_sandbox *make(void)
 {
 	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
@@ -74,10 +82,13 @@ static double do_fork(sbx_sandbox *p, size_t n)
 int main(int argc, char **argv)
 {
 	unsigned long rounds = 5, n = 8, mb = 100;
+	int debug = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(argv[i], "--image") && v)
 			image = argv[++i];
+		else if (!strcmp(argv[i], "--debug"))
+			debug = 1;
 		else if (!strcmp(argv[i], "--rounds") && v && bench_parse_ulong(&rounds, v) == 0)
 			i++;
 		else if (!strcmp(argv[i], "--n") && v && bench_parse_ulong(&n, v) == 0)
@@ -85,16 +96,21 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--mb") && v && bench_parse_ulong(&mb, v) == 0)
 			i++;
 		else {
-			fprintf(stderr, "usage: sbx-bench-fork --image NAME [--rounds 5] [--n 8] [--mb 100]\n");
+			fprintf(stderr, "usage: sbx-bench-fork --image NAME [--rounds 5] [--n 8] [--mb 100] [--files 10000] [--debug]\n");
 			return 2;
 		}
 	}
 	if (!image || !n || !rounds) {
-		fprintf(stderr, "usage: sbx-bench-fork --image NAME [--rounds 5] [--n 8] [--mb 100]\n");
+		fprintf(stderr, "usage: sbx-bench-fork --image NAME [--rounds 5] [--n 8] [--mb 100] [--files 10000] [--debug]\n");
 		return 2;
 	}
 	sbx_error *err = NULL;
-	if (sbx_runtime_new(&rt, NULL, &err) < 0) {
+	sbx_runtime_opts ro = SBX_RUNTIME_OPTS_INIT;
+	if (debug) {
+		ro.log = log_stderr;
+		ro.log_level = SBX_LOG_DEBUG;
+	}
+	if (sbx_runtime_new(&rt, &ro, &err) < 0) {
 		fprintf(stderr, "bench: runtime: %s\n", err->msg);
 		return 1;
 	}
