@@ -377,26 +377,64 @@ Test(fork, child_sees_exactly_the_parent_tree_userns_host)
 	fork_keeps_everything(SBX_USERNS_HOST);
 }
 
-Test(fork, many_files_fall_back_to_snapshots)
+/* Past the copy's file budget the frozen layer is a snapshot keeping the
+ * parent's ids (mounted with a shift per child); forks of forks stack two. */
+static void many_files(sbx_userns userns)
 {
-	sbx_sandbox *p = disk_sandbox(0);
-	free(sh(p, "mkdir /m && cd /m && seq 1 5000 | xargs touch && echo v > /m/17", 0));
+	sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
+	so.scratch = SBX_SCRATCH_DISK;
+	so.userns = userns;
+	sbx_sandbox *p = sbx_test_sandbox(rt, &so);
+	free(sh(p, "mkdir /m && cd /m && seq 1 5000 | xargs touch && echo v > /m/17 && chown 1000:50 /m/17 && "
+		   "rm /etc/group",
+		   0));
 	sbx_sandbox *k[2] = { 0 };
 	sbx_error *err = NULL;
+	char frz[32] = "";
 	cr_assert_eq(sbx_sandbox_fork(k, 2, p, NULL, &err), 0, "fork: %s", err ? err->msg : "?");
-	cr_assert_eq(frozen_layers(NULL), 0, "past the copy limit no frozen layer stays");
+	cr_assert_eq(frozen_layers(frz), 1, "one frozen layer, a snapshot");
+	cr_assert_eq(frozen_on_disk(frz), 1);
+	const char *check = "ls /m | wc -l; cat /m/17; stat -c '%u %g' /m/17; ls /etc/group 2>/dev/null | wc -l";
 	for (int i = 0; i < 2; i++) {
-		char *o = sh(k[i], "ls /m | wc -l; cat /m/17", 0);
-		cr_assert_str_eq(o, "5000\nv\n");
+		char *o = sh(k[i], check, 0);
+		cr_assert_str_eq(o, "5000\nv\n1000 50\n0\n", "child %d", i);
 		free(o);
 	}
 	free(sh(k[0], "rm /m/17", 0));
 	char *o = sh(k[1], "cat /m/17", 0);
 	cr_assert_str_eq(o, "v\n");
 	free(o);
+	/* A fork of a child that wrote many files too: two snapshot layers. */
+	free(sh(k[1], "mkdir /m2 && cd /m2 && seq 1 5000 | xargs touch && echo w > /m2/9 && chown 1001:1001 /m2/9",
+		0));
+	sbx_sandbox *g = NULL;
+	cr_assert_eq(sbx_sandbox_fork(&g, 1, k[1], NULL, &err), 0, "fork of a fork: %s", err ? err->msg : "?");
+	o = sh(g, "ls /m /m2 | wc -l; stat -c '%u %g' /m/17 /m2/9; cat /m2/9", 0);
+	cr_assert_str_eq(o, "10003\n1000 50\n1001 1001\nw\n", "grandchild");
+	free(o);
+	/* And a third generation: past the shifted layers' limit it copies. */
+	free(sh(g, "mkdir /m3 && cd /m3 && seq 1 5000 | xargs touch", 0));
+	sbx_sandbox *gg = NULL;
+	cr_assert_eq(sbx_sandbox_fork(&gg, 1, g, NULL, &err), 0, "third generation: %s", err ? err->msg : "?");
+	o = sh(gg, "ls /m /m2 /m3 | wc -l; stat -c '%u %g' /m/17 /m2/9", 0);
+	cr_assert_str_eq(o, "15005\n1000 50\n1001 1001\n", "third generation");
+	free(o);
+	destroy(gg);
+	destroy(g);
 	destroy(k[0]);
 	destroy(k[1]);
 	destroy(p);
+	cr_assert_eq(frozen_layers(NULL) + frozen_on_disk(frz), 0, "frozen layers are left behind");
+}
+
+Test(fork, many_files_share_one_snapshot)
+{
+	many_files(SBX_USERNS_PRIVATE);
+}
+
+Test(fork, many_files_share_one_snapshot_userns_host)
+{
+	many_files(SBX_USERNS_HOST);
 }
 
 Test(fork, snapshot_of_a_child_holds_its_frozen_layer)

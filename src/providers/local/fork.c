@@ -9,10 +9,11 @@
  * stacks the ancestors' frozen layers below). Children boot in parallel, one
  * thread per CPU. The frozen layer goes with its last child.
  *
- * A parent with more files than FORK_COPY_MAX falls back to one btrfs
- * snapshot of its layer per child (each a transaction commit, so the cost
- * is per child rather than per file; the children's layers then keep the
- * parent's on-disk ids and are mounted idmapped). Processes are not copied.
+ * Past FORK_COPY_MAX files (or a tree the copy cannot take) the frozen
+ * layer is a read-only btrfs snapshot of the parent's layer instead: one
+ * transaction commit whatever it holds, shared by all children all the same
+ * (it keeps the parent's on-disk ids: each child mounts it idmapped by a
+ * shift of its own). Processes are not copied.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -31,7 +32,7 @@
 extern const sbx_provider_ops sbx_provider_local;
 
 /* Above this many files in the parent's writable layer, copying them costs
- * more than the btrfs commits of one snapshot per child (measured in
+ * more than the one btrfs commit of a snapshot (measured in
  * docs/performance.md, "Fork and snapshots"). */
 #define FORK_COPY_MAX 4096
 #define FORK_THREADS_MAX 8
@@ -135,17 +136,44 @@ static int boot_children(void **children, char **ids, size_t n, struct local_ctx
 	return b.r;
 }
 
-/* The fallback past FORK_COPY_MAX files: a writable snapshot per child
- * (called with the parent frozen; children are booted after the thaw). */
-static int snapshot_children(char (*cid)[LOCAL_ID_LEN + 1], size_t n, size_t *made, struct local_ctx *c,
-			     const char *parent, uint64_t limit, sbx_error **err)
+/* How many of a stack's frozen layers keep a shifted id base. */
+static int shifted(char *const *frozen)
 {
-	for (; *made < n; (*made)++) {
-		sbx__random_hex(cid[*made], LOCAL_ID_LEN);
-		int r = sbx__scratch_snapshot(&c->scratch, parent, cid[*made], limit, err);
-		if (r < 0)
-			return r;
+	int k = 0;
+	for (size_t i = 0; frozen && frozen[i]; i++)
+		k += sbx__frozen_base(frozen[i]) != 0;
+	return k;
+}
+
+/* The frozen layer of parent p (its cgroup frozen): a copy of its upper
+ * dir, or past FORK_COPY_MAX files a read-only snapshot (one btrfs commit
+ * whatever it holds), unless the stack has no room for one more shifted
+ * layer: then a copy of any size. *entry: the layer's entry for the
+ * children's lists. */
+static int freeze(char **entry, struct local_ctx *c, const struct local_sb *p, const struct local_state *st,
+		  sbx_error **err)
+{
+	char name[LOCAL_ID_LEN + 1];
+	sbx_error *e = NULL;
+	int r = sbx__frozen_make(name, c, p->id, st->layer_base, FORK_COPY_MAX, p->id, &e);
+	if (r == 0) {
+		*entry = xstrdup(name);
+		return 0;
 	}
+	if (r != -E2BIG)
+		SBX_LOGW("fork %s: %s; taking a snapshot instead", p->id, e && e->msg ? e->msg : "copy failed");
+	sbx_error_free(e);
+	/* userns=host: on-disk ids are the sandbox's own, no shift needed. */
+	uint32_t base = st->spec.userns == SBX_USERNS_HOST ? 0 : st->layer_base;
+	if (!base || shifted(st->frozen) < FROZEN_MAX_SHIFTED) {
+		if ((r = sbx__frozen_snapshot(name, c, p->id, p->id, err)) < 0)
+			return r;
+		*entry = base ? xasprintf("%s:%u", name, base) : xstrdup(name);
+		return 0;
+	}
+	if ((r = sbx__frozen_make(name, c, p->id, st->layer_base, 0, p->id, err)) < 0)
+		return r;
+	*entry = xstrdup(name);
 	return 0;
 }
 
@@ -160,10 +188,8 @@ int sbx__local_fork(void **children, char **ids, size_t n, void *parent, const s
 		return sbx_error_set(err, -ESRCH, "fork: no sandbox '%s' (gone?)", p->id);
 	sbx_sandbox_opts spec;
 	_cleanup_close_ int layer = -1;
-	char (*cid)[LOCAL_ID_LEN + 1] = xcalloc(n, sizeof(*cid));
-	char name[LOCAL_ID_LEN + 1] = "";
+	char *entry = NULL;
 	char **frozen = NULL;
-	size_t made = 0, started = 0;
 	int r = child_spec(&spec, &st, o, p->id, err);
 	if (r < 0)
 		goto out;
@@ -178,7 +204,6 @@ int sbx__local_fork(void **children, char **ids, size_t n, void *parent, const s
 				  "forks need the btrfs scratch layer (SBX_SCRATCH=disk)", p->id);
 		goto out;
 	}
-	uint64_t limit = (uint64_t)sbx__local_storage_mb(c, &spec) << 20;
 	double t0 = sbx__now_mono();
 	/* Freezing fails without a freezer (or when already paused): the
 	 * copy is then as consistent as a crash, which btrfs guarantees. */
@@ -186,55 +211,23 @@ int sbx__local_fork(void **children, char **ids, size_t n, void *parent, const s
 	if (froze)
 		sbx__cg_freeze_settle(&c->cg, p->id);
 	/* The parent's id guards the new layer until the children hold it. */
-	sbx_error *copy_err = NULL;
-	r = sbx__frozen_make(name, c, p->id, st.layer_base, FORK_COPY_MAX, p->id, &copy_err);
-	int snapshots = r == -E2BIG;
-	if (snapshots) {
-		sbx_error_free(copy_err);
-		name[0] = '\0';
-		r = snapshot_children(cid, n, &made, c, p->id, limit, err);
-	} else if (r < 0) {
-		name[0] = '\0';
-		if (err)
-			*err = copy_err;
-		else
-			sbx_error_free(copy_err);
-	}
+	r = freeze(&entry, c, p, &st, err);
 	if (froze)
 		sbx__cg_freeze(&c->cg, p->id, 0, NULL);
 	double t1 = sbx__now_mono();
 	if (r < 0)
 		goto out;
 	frozen = sbx__strv_dup((const char *const *)st.frozen);
-	if (snapshots) {
-		for (; started < n; started++)
-			if ((r = sbx__local_create_from(&children[started], &ids[started], c, &spec, cid[started],
-							st.layer_base, frozen, err)) < 0)
-				break;
-	} else {
-		sbx__strv_push(&frozen, name);
-		r = boot_children(children, ids, n, c, &spec, frozen, err);
-	}
+	sbx__strv_push(&frozen, entry);
+	r = boot_children(children, ids, n, c, &spec, frozen, err);
 	if (r == 0)
-		SBX_LOGD("local: forked %s into %zu in %.2f ms (%s %.2f ms%s)", p->id, n, (sbx__now_mono() - t0) * 1e3,
-			 snapshots ? "snapshots" : "frozen layer", (t1 - t0) * 1e3, froze ? ", parent frozen" : "");
-out:
-	if (r < 0) {
-		for (size_t i = 0; i < started; i++) {
-			sbx_provider_local.destroy(children[i], NULL);
-			sbx_provider_local.close(children[i]);
-			free(ids[i]);
-			children[i] = NULL;
-			ids[i] = NULL;
-		}
-		for (size_t i = started; i < made; i++)
-			sbx__scratch_remove(&c->scratch, cid[i]);
-	}
+		SBX_LOGD("local: forked %s into %zu in %.2f ms (frozen layer %s in %.2f ms%s)", p->id, n,
+			 (sbx__now_mono() - t0) * 1e3, entry, (t1 - t0) * 1e3, froze ? ", parent frozen" : "");
 	/* Drops the guard: with no child holding it the layer goes now. */
-	if (name[0])
-		sbx__frozen_unref(c, name, p->id);
+	sbx__frozen_unref(c, entry, p->id);
+out:
+	free(entry);
 	sbx__strv_free(frozen);
-	free(cid);
 	sbx__state_clear(&st);
 	return r;
 }

@@ -13,6 +13,12 @@
  * is then mounted exactly like an image layer, idmapped onto each child's
  * own range, and a fork of a fork stacks one more such layer.
  *
+ * Past a budget of files a copy costs more than one btrfs commit: the layer
+ * is then a read-only snapshot of the parent's subvolume instead (one commit
+ * whatever it holds). That one keeps the parent's on-disk ids, so its entry
+ * in a sandbox's list is "NAME:BASE" and each child mounts it idmapped by a
+ * shift from BASE to its own range (setup.c, init's rootfs.c).
+ *
  * References: <state>/local/frozen/NAME/ holds one empty file per holder (a
  * sandbox id, or "snapshot:NAME" for a named snapshot recording the layer).
  * A holder's teardown unlinks its file; whoever empties the directory
@@ -21,6 +27,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,24 +231,36 @@ static int copy_dir(struct copy *cp, int sfd, int dfd)
 	return r;
 }
 
+/* Entries are "NAME" or "NAME:BASE": the name is the first LOCAL_ID_LEN. */
 static char *subvol(const char *name)
 {
-	return xasprintf(FRZ_PREFIX "%s", name);
+	return xasprintf(FRZ_PREFIX "%.*s", LOCAL_ID_LEN, name);
 }
 
 static char *refs_dir(struct local_ctx *c, const char *name)
 {
-	return xasprintf("%s/frozen/%s", c->dir, name);
+	return xasprintf("%s/frozen/%.*s", c->dir, LOCAL_ID_LEN, name);
 }
 
-int sbx__frozen_valid(const char *name)
+int sbx__frozen_valid(const char *entry)
 {
-	return strlen(name) == LOCAL_ID_LEN && strspn(name, "0123456789abcdef") == LOCAL_ID_LEN;
+	size_t n = strlen(entry);
+	if (n < LOCAL_ID_LEN || strspn(entry, "0123456789abcdef") < LOCAL_ID_LEN)
+		return 0;
+	if (n == LOCAL_ID_LEN)
+		return 1;
+	return entry[LOCAL_ID_LEN] == ':' && n > LOCAL_ID_LEN + 1 && n <= LOCAL_ID_LEN + 11 &&
+	       strspn(entry + LOCAL_ID_LEN + 1, "0123456789") == n - LOCAL_ID_LEN - 1;
 }
 
-char *sbx__frozen_path(struct local_ctx *c, const char *name)
+uint32_t sbx__frozen_base(const char *entry)
 {
-	return xasprintf("%s/" FRZ_PREFIX "%s/upper", c->scratch.dir, name);
+	return entry[LOCAL_ID_LEN] == ':' ? (uint32_t)strtoul(entry + LOCAL_ID_LEN + 1, NULL, 10) : 0;
+}
+
+char *sbx__frozen_path(struct local_ctx *c, const char *entry)
+{
+	return xasprintf("%s/" FRZ_PREFIX "%.*s/upper", c->scratch.dir, LOCAL_ID_LEN, entry);
 }
 
 int sbx__frozen_ref(struct local_ctx *c, const char *name, const char *holder, sbx_error **err)
@@ -250,7 +269,7 @@ int sbx__frozen_ref(struct local_ctx *c, const char *name, const char *holder, s
 	_cleanup_free_ char *path = xasprintf("%s/%s", dir, holder);
 	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
-		return sbx_error_setsys(err, -errno, errno, "hold frozen layer %s for %s", name, holder);
+		return sbx_error_setsys(err, -errno, errno, "hold frozen layer %.*s for %s", LOCAL_ID_LEN, name, holder);
 	close(fd);
 	return 0;
 }
@@ -262,14 +281,14 @@ void sbx__frozen_unref(struct local_ctx *c, const char *name, const char *holder
 	_cleanup_free_ char *dir = refs_dir(c, name);
 	_cleanup_free_ char *path = xasprintf("%s/%s", dir, holder);
 	if (unlink(path) < 0 && errno != ENOENT)
-		SBX_LOGW("frozen layer %s: drop the reference of %s: %s", name, holder, strerror(errno));
+		SBX_LOGW("frozen layer %.*s: drop the reference of %s: %s", LOCAL_ID_LEN, name, holder, strerror(errno));
 	if (rmdir(dir) < 0)
 		return;
 	_cleanup_free_ char *sub = subvol(name);
 	if (sbx__scratch_remove(&c->scratch, sub) < 0)
-		SBX_LOGW("frozen layer %s: could not remove it (sbx gc retries)", name);
+		SBX_LOGW("frozen layer %.*s: could not remove it (sbx gc retries)", LOCAL_ID_LEN, name);
 	else
-		SBX_LOGD("local: removed frozen layer %s", name);
+		SBX_LOGD("local: removed frozen layer %.*s", LOCAL_ID_LEN, name);
 }
 
 void sbx__frozen_unref_all(struct local_ctx *c, char *const *names, const char *holder)
@@ -278,20 +297,26 @@ void sbx__frozen_unref_all(struct local_ctx *c, char *const *names, const char *
 		sbx__frozen_unref(c, names[i], holder);
 }
 
-int sbx__frozen_make(char name[LOCAL_ID_LEN + 1], struct local_ctx *c, const char *src_id, uint32_t base,
-		     long max_entries, const char *guard, sbx_error **err)
+/* A new layer's reference dir with guard's reference, then its subvolume:
+ * from the first step on, a sweep leaves it to its holders. */
+static int begin(char name[LOCAL_ID_LEN + 1], struct local_ctx *c, const char *guard, sbx_error **err)
 {
 	sbx__random_hex(name, LOCAL_ID_LEN);
 	_cleanup_free_ char *dir = refs_dir(c, name);
 	int r = sbx__mkdir_p(dir, 0700, err);
 	if (r < 0)
 		return r;
-	/* The guard's reference first: from here on the sweep leaves the layer
-	 * to its holders. */
-	if ((r = sbx__frozen_ref(c, name, guard, err)) < 0) {
+	if ((r = sbx__frozen_ref(c, name, guard, err)) < 0)
 		rmdir(dir);
+	return r;
+}
+
+int sbx__frozen_make(char name[LOCAL_ID_LEN + 1], struct local_ctx *c, const char *src_id, uint32_t base,
+		     long max_entries, const char *guard, sbx_error **err)
+{
+	int r = begin(name, c, guard, err);
+	if (r < 0)
 		return r;
-	}
 	_cleanup_free_ char *sub = subvol(name);
 	struct btrfs_ioctl_vol_args_v2 a = { 0 };
 	snprintf(a.name, sizeof(a.name), "%s", sub);
@@ -303,7 +328,7 @@ int sbx__frozen_make(char name[LOCAL_ID_LEN + 1], struct local_ctx *c, const cha
 	_cleanup_close_ int layer = sbx__scratch_open(&c->scratch, src_id);
 	_cleanup_close_ int sfd = layer < 0 ? -1 : openat(layer, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	_cleanup_close_ int top = openat(c->scratch.dirfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct copy cp = { .base = base, .budget = max_entries };
+	struct copy cp = { .base = base, .budget = max_entries > 0 ? max_entries : LONG_MAX };
 	if (sfd < 0 || top < 0) {
 		r = -errno;
 	} else if (mkdirat(top, "upper", 0700) < 0) {
@@ -326,6 +351,18 @@ int sbx__frozen_make(char name[LOCAL_ID_LEN + 1], struct local_ctx *c, const cha
 	else if (r < 0)
 		sbx_error_setsys(err, r, -r, "frozen layer of %s: copy %s", src_id, cp.path[0] ? cp.path : "the upper dir");
 	if (r < 0)
+		sbx__frozen_unref(c, name, guard);
+	return r;
+}
+
+int sbx__frozen_snapshot(char name[LOCAL_ID_LEN + 1], struct local_ctx *c, const char *src_id, const char *guard,
+			 sbx_error **err)
+{
+	int r = begin(name, c, guard, err);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *sub = subvol(name);
+	if ((r = sbx__scratch_freeze(&c->scratch, src_id, sub, err)) < 0)
 		sbx__frozen_unref(c, name, guard);
 	return r;
 }

@@ -180,14 +180,24 @@ int sbx__local_limits(sbx_limits *out, void *ctx, const sbx_sandbox_opts *o, sbx
  * (a fork child) storing ids of layer_base. */
 int sbx__local_create_from(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
 			   const char *id, uint32_t layer_base, char *const *frozen, sbx_error **err);
-/* frozen.c: a fork's frozen layer, shared read-only by its children. */
-int sbx__frozen_valid(const char *name);
-char *sbx__frozen_path(struct local_ctx *c, const char *name);
+/* frozen.c: a fork's frozen layer, shared read-only by its children. A
+ * sandbox lists its frozen layers as entries "NAME" (image ids) or
+ * "NAME:BASE" (a snapshot storing the ids of range BASE). */
+int sbx__frozen_valid(const char *entry);
+uint32_t sbx__frozen_base(const char *entry);
+char *sbx__frozen_path(struct local_ctx *c, const char *entry);
 /* Copies sandbox src_id's upper dir (ids stored from base) into a new
- * frozen layer, held by guard; -E2BIG past max_entries files. */
+ * frozen layer, held by guard; -E2BIG past max_entries files (<= 0: no
+ * limit). */
 int sbx__frozen_make(char name[LOCAL_ID_LEN + 1], struct local_ctx *c, const char *src_id, uint32_t base,
 		     long max_entries, const char *guard, sbx_error **err);
-int sbx__frozen_ref(struct local_ctx *c, const char *name, const char *holder, sbx_error **err);
+/* The same as a read-only snapshot of src_id's subvolume (one commit). */
+int sbx__frozen_snapshot(char name[LOCAL_ID_LEN + 1], struct local_ctx *c, const char *src_id, const char *guard,
+			 sbx_error **err);
+/* At most this many frozen layers of one sandbox keep a shifted id base
+ * (each takes one more fd in M_SETUP). */
+#define FROZEN_MAX_SHIFTED 2
+int sbx__frozen_ref(struct local_ctx *c, const char *entry, const char *holder, sbx_error **err);
 /* Drops holder's reference; the last one removes the layer. */
 void sbx__frozen_unref(struct local_ctx *c, const char *name, const char *holder);
 void sbx__frozen_unref_all(struct local_ctx *c, char *const *names, const char *holder);
