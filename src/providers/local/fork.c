@@ -9,7 +9,7 @@
  * stacks the ancestors' frozen layers below). Children boot in parallel, one
  * thread per CPU. The frozen layer goes with its last child.
  *
- * Past FORK_COPY_MAX files (or a tree the copy cannot take) the frozen
+ * Past FORK_COPY_MAX files (counted first; or a tree the copy cannot take) the frozen
  * layer is a read-only btrfs snapshot of the parent's layer instead: one
  * transaction commit whatever it holds, shared by all children all the same
  * (it keeps the parent's on-disk ids: each child mounts it idmapped by a
@@ -32,9 +32,9 @@
 extern const sbx_provider_ops sbx_provider_local;
 
 /* Above this many files in the parent's writable layer, copying them costs
- * more than the one btrfs commit of a snapshot (measured in
- * docs/performance.md, "Fork and snapshots"). */
-#define FORK_COPY_MAX 4096
+ * more than the one btrfs commit of a snapshot: ~100-250 us a file against
+ * 15-60 ms a commit here (docs/performance.md, "Fork and snapshots"). */
+#define FORK_COPY_MAX 256
 #define FORK_THREADS_MAX 8
 
 /* The children's spec: the caller's, else the parent's recorded one; the

@@ -215,7 +215,7 @@ static int copy_entry(struct copy *cp, int sfd, int dfd, const char *name)
 
 static int copy_dir(struct copy *cp, int sfd, int dfd)
 {
-	int fd = fcntl(sfd, F_DUPFD_CLOEXEC, 0);
+	int fd = openat(sfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* its own offset */
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d) {
 		if (fd >= 0)
@@ -232,6 +232,36 @@ static int copy_dir(struct copy *cp, int sfd, int dfd)
 }
 
 /* Entries are "NAME" or "NAME:BASE": the name is the first LOCAL_ID_LEN. */
+/* Entries under dir fd, counting stops past max: a walk of directory
+ * reads and stats, far cheaper per file than the copy it decides on. */
+static long count_entries(int fd, long max)
+{
+	int dup = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* its own offset */
+	DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
+	if (!d) {
+		if (dup >= 0)
+			close(dup);
+		return max + 1;
+	}
+	long n = 0;
+	struct dirent *de;
+	while (n <= max && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		n++;
+		struct stat st;
+		int dir = de->d_type == DT_DIR ||
+			  (de->d_type == DT_UNKNOWN && fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			   S_ISDIR(st.st_mode));
+		if (dir) {
+			_cleanup_close_ int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			n += sub < 0 ? max + 1 : count_entries(sub, max - n);
+		}
+	}
+	closedir(d);
+	return n;
+}
+
 static char *subvol(const char *name)
 {
 	return xasprintf(FRZ_PREFIX "%.*s", LOCAL_ID_LEN, name);
@@ -314,6 +344,12 @@ static int begin(char name[LOCAL_ID_LEN + 1], struct local_ctx *c, const char *g
 int sbx__frozen_make(char name[LOCAL_ID_LEN + 1], struct local_ctx *c, const char *src_id, uint32_t base,
 		     long max_entries, const char *guard, sbx_error **err)
 {
+	_cleanup_close_ int layer = sbx__scratch_open(&c->scratch, src_id);
+	_cleanup_close_ int sfd = layer < 0 ? -1 : openat(layer, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0)
+		return sbx_error_setsys(err, -errno, errno, "frozen layer: open the writable layer of %s", src_id);
+	if (max_entries > 0 && count_entries(sfd, max_entries) > max_entries)
+		return sbx_error_set(err, -E2BIG, "frozen layer of %s: more than %ld files", src_id, max_entries);
 	int r = begin(name, c, guard, err);
 	if (r < 0)
 		return r;
@@ -325,11 +361,10 @@ int sbx__frozen_make(char name[LOCAL_ID_LEN + 1], struct local_ctx *c, const cha
 		sbx__frozen_unref(c, name, guard);
 		return r;
 	}
-	_cleanup_close_ int layer = sbx__scratch_open(&c->scratch, src_id);
-	_cleanup_close_ int sfd = layer < 0 ? -1 : openat(layer, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	_cleanup_close_ int top = openat(c->scratch.dirfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* The budget also holds if the tree grew since the count (no freezer). */
 	struct copy cp = { .base = base, .budget = max_entries > 0 ? max_entries : LONG_MAX };
-	if (sfd < 0 || top < 0) {
+	if (top < 0) {
 		r = -errno;
 	} else if (mkdirat(top, "upper", 0700) < 0) {
 		r = -errno;
