@@ -500,3 +500,22 @@ Test(fork, gc_removes_an_orphaned_frozen_layer)
 	cr_assert_eq(sbx_sandbox_destroy_id(rt, "local", name, &err), -ENOENT);
 	sbx_error_free(err);
 }
+
+/* The frozen layer is a lower layer: a child's own may stay in memory. */
+Test(fork, children_may_write_to_memory)
+{
+	sbx_sandbox *p = disk_sandbox(0);
+	free(sh(p, "echo disk > /f", 0));
+	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
+	o.scratch = SBX_SCRATCH_TMPFS;
+	sbx_sandbox *k = NULL;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_sandbox_fork(&k, 1, p, &o, &err), 0, "fork: %s", err ? err->msg : "?");
+	cr_assert_eq(layer_of(sbx_sandbox_id(k)), 0, "a tmpfs child has no subvolume");
+	char *out = sh(k, "cat /f && echo mem > /f && cat /f", 0);
+	cr_assert_str_eq(out, "disk\nmem\n");
+	free(out);
+	destroy(p);
+	destroy(k);
+	cr_assert_eq(frozen_layers(NULL), 0, "the frozen layer is left behind");
+}

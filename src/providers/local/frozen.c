@@ -462,3 +462,29 @@ char **sbx__frozen_sweep(struct local_ctx *c, const char *remove)
 	}
 	return dead;
 }
+
+/* Layers nobody alive holds (a fork cut short, a crash), listed for GC as
+ * dead sandboxes named frz-NAME. */
+void sbx__frozen_list(struct local_ctx *c, sbx_sandbox_info **v, size_t *n)
+{
+	char **dead = sbx__frozen_sweep(c, NULL);
+	for (size_t k = 0; dead && dead[k]; k++) {
+		*v = xrealloc(*v, (*n + 1) * sizeof(**v));
+		sbx_sandbox_info *i = &(*v)[(*n)++];
+		memset(i, 0, sizeof(*i));
+		i->id = xasprintf(FROZEN_ID_PREFIX "%s", dead[k]);
+		i->provider = xstrdup("local");
+		i->image = xstrdup("(frozen layer)");
+		i->state = xstrdup("dead");
+		i->leaked = 1;
+	}
+	sbx__strv_free(dead);
+}
+
+int sbx__frozen_destroy(struct local_ctx *c, const char *name, sbx_error **err)
+{
+	char **dead = sbx__frozen_sweep(c, name);
+	int had = sbx__strv_contains(dead, name);
+	sbx__strv_free(dead);
+	return had ? 0 : sbx_error_set(err, -ENOENT, "no orphaned frozen layer '%s'", name);
+}

@@ -288,10 +288,6 @@ static int create_impl(void **sb_out, char **id_out, struct local_ctx *c, const 
 					   &sb->scratch, err)) < 0)
 			goto out;
 	}
-	if (frozen && !sb->scratch) {
-		r = sbx_error_set(err, -ENOTSUP, "sandbox %s: frozen layers need the writable layer on disk", id);
-		goto out;
-	}
 	if ((r = hold_frozen(sb, frozen, err)) < 0)
 		goto out;
 	int sent = sbx__local_send_setup(sb, sync[0], listener, &ns.id, img, o, MSG_DONTWAIT, err);
@@ -556,19 +552,7 @@ static int local_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_erro
 		i->leaked = 1;
 	}
 	sbx__strv_free(orphans);
-	/* Frozen layers whose holders all died (a fork cut short, a crash). */
-	char **frozen = sbx__frozen_sweep(c, NULL);
-	for (size_t k = 0; frozen && frozen[k]; k++) {
-		v = xrealloc(v, (n + 1) * sizeof(*v));
-		sbx_sandbox_info *i = &v[n++];
-		memset(i, 0, sizeof(*i));
-		i->id = xasprintf(FROZEN_ID_PREFIX "%s", frozen[k]);
-		i->provider = xstrdup("local");
-		i->image = xstrdup("(frozen layer)");
-		i->state = xstrdup("dead");
-		i->leaked = 1;
-	}
-	sbx__strv_free(frozen);
+	sbx__frozen_list(c, &v, &n);
 	*out = v;
 	*n_out = n;
 	return 0;
@@ -587,20 +571,11 @@ static int remove_tmp_files(struct local_ctx *c, const char *id)
 	return n > 0;
 }
 
-/* GC of a frozen layer nobody holds any more (listed as frz-NAME). */
-static int destroy_frozen(struct local_ctx *c, const char *name, sbx_error **err)
-{
-	char **dead = sbx__frozen_sweep(c, name);
-	int had = sbx__strv_contains(dead, name);
-	sbx__strv_free(dead);
-	return had ? 0 : sbx_error_set(err, -ENOENT, "no orphaned frozen layer '%s'", name);
-}
-
 static int local_destroy_id(void *ctx, const char *id, sbx_error **err)
 {
 	struct local_ctx *c = ctx;
 	if (!strncmp(id, FROZEN_ID_PREFIX, strlen(FROZEN_ID_PREFIX)))
-		return destroy_frozen(c, id + strlen(FROZEN_ID_PREFIX), err);
+		return sbx__frozen_destroy(c, id + strlen(FROZEN_ID_PREFIX), err);
 	if (!valid_id(id))
 		return sbx_error_set(err, -ENOENT, "no sandbox '%s'", id);
 	struct local_sb *sb = sb_new(c, id);

@@ -204,6 +204,9 @@ void sbx__frozen_unref_all(struct local_ctx *c, char *const *names, const char *
 /* Names of layers no live sandbox or snapshot holds; the one named remove
  * (if among them) is removed. */
 char **sbx__frozen_sweep(struct local_ctx *c, const char *remove);
+/* GC: the orphans as dead sandboxes "frz-NAME" appended to v; removal of one. */
+void sbx__frozen_list(struct local_ctx *c, sbx_sandbox_info **v, size_t *n);
+int sbx__frozen_destroy(struct local_ctx *c, const char *name, sbx_error **err);
 /* local.c: create with frozen layers (names, bottom first) below a fresh upper. */
 int sbx__local_create_frozen(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
 			     char *const *frozen, sbx_error **err);
