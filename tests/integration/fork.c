@@ -320,13 +320,13 @@ static int scratch_mounts(void)
 
 static void fork_keeps_everything(sbx_userns userns)
 {
-	int mnt0 = scratch_mounts();
 	char name[32] = "";
 	cr_assert_eq(frozen_layers(NULL), 0);
 	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
 	o.scratch = SBX_SCRATCH_DISK;
 	o.userns = userns;
 	sbx_sandbox *p = sbx_test_sandbox(rt, &o);
+	int mnt0 = scratch_mounts(); /* the first disk sandbox mounts the scratch fs */
 	parent_tree(p);
 	set_xattr(p, "/work/h1", "parent");
 	char *want = sh(p, TREE_SIG, 0);
