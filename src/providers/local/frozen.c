@@ -49,6 +49,9 @@
 
 #define FRZ_PREFIX ".frz-"
 #define ID_SPAN 65536u
+/* Deeper trees are snapshotted instead: the copy recurses (a few hundred
+ * bytes of stack and three fds a level). */
+#define MAX_DEPTH 256
 
 struct link_seen {
 	dev_t dev;
@@ -60,6 +63,7 @@ struct copy {
 	int root;            /* the destination root dir */
 	uint32_t base;       /* the source's id base (0: ids kept) */
 	long budget;         /* entries left before giving up */
+	int depth;
 	struct link_seen *links;
 	size_t n_links;
 	char path[4096];     /* current dir, relative to the roots */
@@ -143,7 +147,9 @@ static int finish(const struct copy *cp, int sfd, int dfd, const char *name, con
 
 static int copy_file(int sfd, int dfd, const char *name, const struct stat *st)
 {
-	_cleanup_close_ int in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* O_NONBLOCK: a lease held by the (frozen) sandbox fails the open
+	 * instead of blocking it for the lease break time. */
+	_cleanup_close_ int in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	_cleanup_close_ int out = in < 0 ? -1 : openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0)
 		return -errno;
@@ -162,6 +168,17 @@ static int copy_file(int sfd, int dfd, const char *name, const struct stat *st)
 
 static int copy_dir(struct copy *cp, int sfd, int dfd);
 
+/* Out of copy_entry, whose frame every level of the recursion holds. */
+static __attribute__((noinline)) int copy_symlink(int sfd, int dfd, const char *name)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlinkat(sfd, name, target, sizeof(target) - 1);
+	if (n < 0)
+		return -errno;
+	target[n] = '\0';
+	return symlinkat(target, dfd, name) < 0 ? -errno : 0;
+}
+
 static int copy_entry(struct copy *cp, int sfd, int dfd, const char *name)
 {
 	struct stat st;
@@ -177,39 +194,38 @@ static int copy_entry(struct copy *cp, int sfd, int dfd, const char *name)
 	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
 		for (size_t i = 0; i < cp->n_links; i++)
 			if (cp->links[i].dev == st.st_dev && cp->links[i].ino == st.st_ino) {
-				r = linkat(cp->root, cp->links[i].path, dfd, name, 0) < 0 ? -errno : 0;
+				if (linkat(cp->root, cp->links[i].path, dfd, name, 0) < 0)
+					return -errno;
 				cp->path[plen] = '\0';
-				return r;
+				return 0;
 			}
 		cp->links = xrealloc(cp->links, (cp->n_links + 1) * sizeof(*cp->links));
 		cp->links[cp->n_links++] = (struct link_seen){ st.st_dev, st.st_ino, xstrdup(cp->path) };
 	}
 	if (S_ISDIR(st.st_mode)) {
-		if (mkdirat(dfd, name, 0700) < 0) {
+		if (cp->depth == MAX_DEPTH) {
+			r = -ELOOP;
+		} else if (mkdirat(dfd, name, 0700) < 0) {
 			r = -errno;
 		} else {
 			_cleanup_close_ int s2 = openat(sfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			_cleanup_close_ int d2 = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			cp->depth++;
 			r = s2 < 0 || d2 < 0 ? -errno : copy_dir(cp, s2, d2);
+			cp->depth--;
 		}
 	} else if (S_ISREG(st.st_mode)) {
 		r = copy_file(sfd, dfd, name, &st);
 	} else if (S_ISLNK(st.st_mode)) {
-		char target[4096];
-		ssize_t n = readlinkat(sfd, name, target, sizeof(target) - 1);
-		if (n < 0)
-			r = -errno;
-		else {
-			target[n] = '\0';
-			r = symlinkat(target, dfd, name) < 0 ? -errno : 0;
-		}
+		r = copy_symlink(sfd, dfd, name);
 	} else {
 		/* Whiteouts (0:0 character devices), FIFOs, sockets, devices. */
 		r = mknodat(dfd, name, st.st_mode, st.st_rdev) < 0 ? -errno : 0;
 	}
 	if (r == 0)
 		r = finish(cp, sfd, dfd, name, &st);
-	cp->path[plen] = '\0';
+	if (r == 0) /* on failure the path names what failed */
+		cp->path[plen] = '\0';
 	return r;
 }
 
@@ -383,6 +399,8 @@ int sbx__frozen_make(char name[LOCAL_ID_LEN + 1], struct local_ctx *c, const cha
 	free(cp.links);
 	if (r == -E2BIG)
 		sbx_error_set(err, r, "frozen layer of %s: more than %ld files", src_id, max_entries);
+	else if (r == -ELOOP)
+		sbx_error_set(err, r, "frozen layer of %s: %s is more than %d directories deep", src_id, cp.path, MAX_DEPTH);
 	else if (r < 0)
 		sbx_error_setsys(err, r, -r, "frozen layer of %s: copy %s", src_id, cp.path[0] ? cp.path : "the upper dir");
 	if (r < 0)
