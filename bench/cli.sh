@@ -6,6 +6,9 @@
 #   version   sbx --version
 #   exec      sbx exec ID -- true          (one sandbox per CLI, made first)
 #   run       sbx run IMAGE -- true        (create, exec, destroy)
+#   run-pool  sbx run --env SBX_BENCH_POOL=1 IMAGE -- true, that spec kept warm
+#             by `sbx pool start -n R+8` (R = runs per round; this build only):
+#             each run takes one, and hands its teardown to the keeper
 #   bwrap     bwrap --unshare-all --die-with-parent --ro-bind ROOTFS / true
 #   host-true /bin/true (the floor: what any process start costs here)
 # Prints medians, p90 and the ratios against bwrap and after/before.
@@ -60,6 +63,7 @@ export SBX_SCRATCH_DIR=$WORK/scratch SBX_SCRATCH_SIZE=8G
 
 cleanup() {
   set +e
+  "$WORK/bin/sbx-after" pool stop --all >/dev/null 2>&1
   "$WORK/bin/sbx-after" gc --all >/dev/null 2>&1
   umount -l "$WORK/scratch" 2>/dev/null
   rm -rf "$WORK"
@@ -76,6 +80,8 @@ declare -A ID
 for v in before after; do
   ID[$v]=$("$WORK/bin/sbx-$v" create bench-busybox) || { echo "bench: create ($v) failed" >&2; exit 1; }
 done
+POOL=$("$WORK/bin/sbx-after" pool start -n $(( (N + ROUNDS - 1) / ROUNDS + 8 )) --env SBX_BENCH_POOL=1 bench-busybox) ||
+  { echo "bench: sbx pool start failed" >&2; exit 1; }
 BWRAP=(bwrap --unshare-all --die-with-parent --ro-bind "$R" / true)
 "${BWRAP[@]}" || { echo "bench: bwrap cannot run here" >&2; exit 1; }
 
@@ -86,17 +92,19 @@ BWRAP=(bwrap --unshare-all --die-with-parent --ro-bind "$R" / true)
   echo "after	$(git -C "$AFTER_B/.." rev-parse --short HEAD 2>/dev/null)"
   echo "before	$BEFORE_SBX"
   echo "bwrap	$(bwrap --version 2>/dev/null)"
+  echo "pool	$POOL"
   echo "n	$N"
   echo "rounds	$ROUNDS"
   echo "load_start	$(cut -d' ' -f1-3 /proc/loadavg)"
 } > "$OUT/host.tsv"
 
 per_round=$(( (N + ROUNDS - 1) / ROUNDS ))
-cases=(version-before version-after exec-before exec-after run-before run-after bwrap host-true)
+cases=(version-before version-after exec-before exec-after run-before run-after run-pool bwrap host-true)
 cmd_of() { # case -> the command line
   case $1 in
     version-*) echo "$WORK/bin/sbx-${1#version-} --version" ;;
     exec-*) echo "$WORK/bin/sbx-${1#exec-} exec ${ID[${1#exec-}]} -- true" ;;
+    run-pool) echo "$WORK/bin/sbx-after run --env SBX_BENCH_POOL=1 bench-busybox -- true" ;;
     run-*) echo "$WORK/bin/sbx-${1#run-} run bench-busybox -- true" ;;
     bwrap) echo "${BWRAP[*]}" ;;
     host-true) echo "/bin/true" ;;
@@ -127,7 +135,7 @@ def load(c):
     return {"n": len(xs), "med": q(0.5), "p90": q(0.9)}
 host = dict(l.rstrip("\n").split("\t", 1) for l in open(f"{out}/host.tsv"))
 s = {c: load(c) for c in ["version-before", "version-after", "exec-before", "exec-after",
-                          "run-before", "run-after", "bwrap", "host-true"]}
+                          "run-before", "run-after", "run-pool", "bwrap", "host-true"]}
 bw = s["bwrap"]["med"]
 print(f"load average {host['load_start']} at the start, {host['load_end']} at the end; "
       f"{s['bwrap']['n']} runs per row\n")
@@ -139,6 +147,9 @@ for k in ["version", "exec", "run"]:
     b, a = s[k + "-before"], s[k + "-after"]
     print(f"| {names[k]} | {b['med']:.2f} | {b['p90']:.2f} | **{a['med']:.2f}** | {a['p90']:.2f} | "
           f"{a['med'] / b['med']:.2f}x | **{a['med'] / bw:.2f}x** | {targets[k]} |")
+r = s["run-pool"]
+print(f"| `sbx run` from a warm pool (`sbx pool start`, teardown handed off) | | | **{r['med']:.2f}** | {r['p90']:.2f} | "
+      f"{r['med'] / s['run-after']['med']:.2f}x of cold | **{r['med'] / bw:.2f}x** | ≤ 0.7x bwrap |")
 for k, name in [("bwrap", "`bwrap --unshare-all ... true` (peer)"), ("host-true", "host `/bin/true` (floor)")]:
     print(f"| {name} | | | {s[k]['med']:.2f} | {s[k]['p90']:.2f} | | {s[k]['med'] / bw:.2f}x | |")
 EOF

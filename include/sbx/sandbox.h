@@ -150,6 +150,17 @@ int sbx_sandbox_snapshot(char **name_out, sbx_sandbox *sb, const char *name, sbx
 int sbx_snapshot_remove(sbx_runtime *rt, const char *provider, const char *name, sbx_error **err);
 
 /**
+ * Replaces the egress lists of a running sandbox with network=internet, with the
+ * meaning of sbx_sandbox_opts.allow_out / deny_out (CIDRs, addresses, hostnames resolved
+ * now; an allow entry wins over a deny entry; allow_out alone = only these). Both NULL
+ * lifts every restriction. The switch is atomic: no packet sees neither list.
+ * @return 0, -EINVAL (an entry, named in the error), -ENOTSUP (network none or host: the
+ *         network mode is fixed at create), -ENOSYS (provider without it), -ESRCH.
+ */
+int sbx_sandbox_set_egress(sbx_sandbox *sb, const char *const *allow_out, const char *const *deny_out,
+			   sbx_error **err);
+
+/**
  * Destroys the sandbox: processes, mounts, cgroups, directories. Idempotent.
  * The handle stays valid until sbx_sandbox_free().
  */

@@ -30,6 +30,7 @@ int cmd_snapshot(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
+int cmd_pool(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_build(int argc, char **argv);
 int cmd_env(int argc, char **argv);

@@ -26,8 +26,10 @@ static const char bake_usage[] =
 	"  --all             every task under TASKS_DIR\n"
 	"  --force           rebuild from environment/ even if cached or prebuilt\n"
 	"  --jobs N          builds at a time (default 2)\n"
-	"  --backend B       where the images go: local (the store), or e2b/agentenv\n"
-	"                    (E2B templates built through the endpoint's build API)\n"
+	"  --backend B       where the images go: local (the store), e2b/agentenv\n"
+	"                    (E2B templates built through the endpoint's build API),\n"
+	"                    or daytona (snapshots sbx-<task>-<digest>: environment/\n"
+	"                    uploaded through Daytona's object storage, then built)\n"
 	"  --connector NAME  read the tasks as this format (default: each task's own)\n\n"
 	"exit status: 0 when every image is ready, 1 otherwise, 2 on bad arguments.\n";
 

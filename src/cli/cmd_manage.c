@@ -8,11 +8,13 @@
 #include <time.h>
 
 #include <sbx/backend.h>
+#include <sbx/sys/provider.h>
 
 #include "../util/alloc.h"
 #include "../util/fs.h"
 #include "../util/str.h"
 #include "cli.h"
+#include "xpool.h"
 
 static const char cp_help[] =
 	"usage: sbx cp SRC DST\n\n"
@@ -263,7 +265,8 @@ int cmd_gc(int argc, char **argv)
 	double now = sbx__now_real();
 	json_t *arr = json_array();
 	for (size_t i = 0; i < n; i++) {
-		if (!all && !run_id && !v[i].leaked)
+		/* A pooled sandbox is detached: its keeper or taker answers for it. */
+		if (!all && !run_id && !v[i].leaked && xpool_orphan(rt, &v[i], dry) != 1)
 			continue;
 		if (older >= 0 && now - v[i].created_at < older)
 			continue;
@@ -290,6 +293,14 @@ int cmd_gc(int argc, char **argv)
 	json_decref(arr);
 	code = failed ? EXIT_FAIL : EXIT_OK;
 	sbx_sandbox_info_free(v, n);
+	v = NULL;
+	/* Warm pools' records of what is gone now, and dead keepers' pools. */
+	if (!dry && !label && !strcmp(provider, sbx_provider_host()->name) &&
+	    sbx_sandbox_list(&v, &n, rt, provider, NULL, &err) == 0) {
+		xpool_sweep(rt, v, n);
+		sbx_sandbox_info_free(v, n);
+	}
+	sbx_error_free(err);
 out:
 	free(label);
 	free(provider);

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "exec_io.h"
 #include "opts.h"
+#include "xpool.h"
 
 #define TTY_HELP                                                                            \
 	"  -t, --tty          run CMD on a terminal made inside the sandbox; its output\n"     \
@@ -143,8 +144,10 @@ int cmd_run(int argc, char **argv)
 	}
 	sbx_sandbox *sb = NULL;
 	sbx_error *err = NULL;
+	struct xpool_taken taken;
 	double t0 = sbx__now_mono();
-	if (sbx_sandbox_create(&sb, rt, &f.o, &err) < 0) {
+	/* From a warm pool of this spec (sbx pool start) when one has any. */
+	if (!xpool_take(&sb, &taken, rt, &f.o) && sbx_sandbox_create(&sb, rt, &f.o, &err) < 0) {
 		code = cli_fail("run", err) == EXIT_NOTFOUND ? EXIT_NOTFOUND : EXIT_SBX;
 		sbx_runtime_free(rt);
 		goto out;
@@ -153,10 +156,12 @@ int cmd_run(int argc, char **argv)
 	int timed_out = 0;
 	code = run_cmd(sb, argv + i, shell, &eo, in, tty, &timed_out);
 	double t2 = sbx__now_mono();
-	if (sbx_sandbox_destroy(sb, &err) < 0) {
+	/* A pooled one is killed now and its keeper tears it down. */
+	if (xpool_hand_off(&taken) < 0 && sbx_sandbox_destroy(sb, &err) < 0) {
 		cli_fail("run: destroy", err);
 		code = code ? code : EXIT_FAIL;
 	}
+	xpool_done(&taken);
 	double t3 = sbx__now_mono();
 	if (timing)
 		fprintf(stderr, "sbx run: create %.1f ms, exec %.1f ms, destroy %.1f ms, total %.1f ms%s\n",
@@ -207,7 +212,15 @@ int cmd_create(int argc, char **argv)
 	}
 	sbx_sandbox *sb = NULL;
 	sbx_error *err = NULL;
-	if (sbx_sandbox_create(&sb, rt, &f.o, &err) < 0) {
+	struct xpool_taken taken;
+	int pooled = xpool_take(&sb, &taken, rt, &f.o);
+	if (pooled) {
+		/* Pooled sandboxes have no TTL: the taker's starts now. */
+		if (f.o.ttl_s && sbx_sandbox_set_timeout(sb, f.o.ttl_s, &err) < 0)
+			cli_fail("create: --ttl", err);
+		xpool_give(&taken, rt, sbx_sandbox_id(sb));
+	}
+	if (!pooled && sbx_sandbox_create(&sb, rt, &f.o, &err) < 0) {
 		code = cli_fail("create", err);
 	} else {
 		if (json)

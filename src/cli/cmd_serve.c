@@ -41,11 +41,14 @@ static const char serve_help[] =
 	"  --proxy-idle-timeout S   close proxied connections (WebSockets too) idle for S seconds\n"
 	"                           (default 600; 0 = never)\n"
 	"  --max-proxy-connections N   open proxied connections per sandbox (default 256)\n"
+	"  --pool N                 keep N sandboxes warm per --pool-template: a create of that template\n"
+	"                           without metadata and envVars is a hand-out (ready waits for them)\n"
+	"  --pool-template T        a template kept warm (repeatable; default \"base\")\n"
 	"  --no-access-log          do not log requests to stderr\n"
 	"  --rotate-key             write a new API key to DIR/server/api-key, print it, exit\n";
 
 enum { O_LISTEN = 256, O_STATE, O_IMAGE, O_PRINT, O_DEFAULT, O_DESTROY, O_INET, O_CPUS, O_MEM, O_STOR, O_MAX,
-       O_MAXT, O_NOLOG, O_ROTATE, O_IDLE, O_MAXC, O_MAXCIP, O_DOMAIN, O_PIDLE, O_MAXPX };
+       O_MAXT, O_NOLOG, O_ROTATE, O_IDLE, O_MAXC, O_MAXCIP, O_DOMAIN, O_PIDLE, O_MAXPX, O_POOL, O_POOLT };
 
 static int parse_listen(struct srv_config *c, char *s)
 {
@@ -83,6 +86,8 @@ int cmd_serve(int argc, char **argv)
 		{ "domain", required_argument, NULL, O_DOMAIN },
 		{ "proxy-idle-timeout", required_argument, NULL, O_PIDLE },
 		{ "max-proxy-connections", required_argument, NULL, O_MAXPX },
+		{ "pool", required_argument, NULL, O_POOL },
+		{ "pool-template", required_argument, NULL, O_POOLT },
 		{ NULL, 0, NULL, 0 },
 	};
 	char listen_buf[256] = "127.0.0.1:49999";
@@ -152,6 +157,17 @@ int cmd_serve(int argc, char **argv)
 			else
 				c.max_timeout_s = (unsigned)u;
 			break;
+		case O_POOL:
+			if (sbx__parse_u64(&u, optarg) < 0 || u > 1024)
+				return cli_usage_error("serve", "--pool '%s': expected a number of sandboxes, 0 to 1024",
+						       optarg);
+			c.pool_size = (unsigned)u;
+			break;
+		case O_POOLT:
+			if (!*optarg)
+				return cli_usage_error("serve", "--pool-template wants a template name or alias");
+			sbx__strv_push(&c.pool_templates, optarg);
+			break;
 		case O_NOLOG: c.access_log = 0; break;
 		case O_ROTATE: rotate = 1; break;
 		default: return cli_usage_error("serve", "unknown option");
@@ -178,5 +194,7 @@ int cmd_serve(int argc, char **argv)
 		free(key);
 		return EXIT_OK;
 	}
-	return sbx__srv_run(&c) == 0 ? EXIT_OK : EXIT_FAIL;
+	int rc = sbx__srv_run(&c) == 0 ? EXIT_OK : EXIT_FAIL;
+	sbx__strv_free(c.pool_templates);
+	return rc;
 }

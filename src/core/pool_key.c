@@ -62,7 +62,8 @@ char *sbx__pool_key(const char *provider, const sbx_sandbox_opts *o, char *const
 	put_v(&b, o->allow_out);
 	put_v(&b, o->deny_out);
 	char **sorted = sbx__strv_dup((const char *const *)labels);
-	qsort(sorted, sbx__strv_len((const char *const *)sorted), sizeof(char *), cmp_str);
+	if (sorted) /* none: qsort(NULL, 0) is undefined */
+		qsort(sorted, sbx__strv_len((const char *const *)sorted), sizeof(char *), cmp_str);
 	put_v(&b, (const char *const *)sorted);
 	sbx__strv_free(sorted);
 	return sbx__buf_steal(&b, NULL);

@@ -47,6 +47,11 @@ static json_t *json_body(struct srv_req *r)
 	return j;
 }
 
+json_t *sbx__srv_json_object_body(struct srv_req *r)
+{
+	return json_body(r);
+}
+
 static int string_map(json_t *v)
 {
 	const char *k;
@@ -144,9 +149,12 @@ json_t *sbx__srv_sandbox_json(struct server *srv, struct srv_sandbox *s, int det
 		json_object_set_new(o, "envdAccessToken", json_string(s->token));
 		json_object_set_new(o, "domain", json_string_nocheck(domain));
 		json_object_set_new(o, "allowInternetAccess", json_boolean(s->allow_internet));
-		json_object_set_new(o, "network", json_pack("{s:b}", "allowPublicTraffic", !s->private_traffic));
+		json_t *net = json_pack("{s:b}", "allowPublicTraffic", !s->private_traffic);
+		sbx__srv_egress_json(net, s);
+		json_object_set_new(o, "network", net);
 		json_object_set_new(o, "lifecycle",
-				    json_pack("{s:s,s:b}", "onTimeout", s->auto_pause ? "pause" : "kill", "autoResume", 0));
+				    json_pack("{s:s,s:b}", "onTimeout", s->auto_pause ? "pause" : "kill", "autoResume",
+						      s->auto_resume));
 	}
 	free(domain);
 	return o;
@@ -186,6 +194,7 @@ static void create(struct srv_req *r, int v2)
 	json_t *meta = json_object_get(b, "metadata"), *envs = json_object_get(b, "envVars");
 	json_t *inet = json_object_get(b, "allow_internet_access");
 	json_t *apause = json_object_get(b, "autoPause");
+	json_t *aresume = json_object_get(b, "autoResume");
 	json_t *net = json_object_get(b, "network");
 	json_t *pub = json_is_object(net) ? json_object_get(net, "allowPublicTraffic") : NULL;
 	if (pub && !json_is_boolean(pub) && !json_is_null(pub)) {
@@ -193,9 +202,23 @@ static void create(struct srv_req *r, int v2)
 		json_decref(b);
 		return;
 	}
+	json_t *allow_out = NULL, *deny_out = NULL;
+	if (sbx__srv_egress_parse(r, net, &allow_out, &deny_out) < 0) {
+		json_decref(b);
+		return;
+	}
+	int resume = 0;
+	if (sbx__srv_parse_auto_resume(r, aresume, json_is_true(apause), &resume) < 0) {
+		json_decref(allow_out);
+		json_decref(deny_out);
+		json_decref(b);
+		return;
+	}
 	if (!tid) {
 		/* The API requires it; every SDK sends it ("base" by default). */
 		sbx__srv_reply_error(r, 400, "invalid sandbox spec: templateID is required");
+		json_decref(allow_out);
+		json_decref(deny_out);
 		json_decref(b);
 		return;
 	}
@@ -205,6 +228,8 @@ static void create(struct srv_req *r, int v2)
 		sbx__srv_reply_error(r, 400, "invalid sandbox spec: templateID must be a string, timeout a non-negative "
 					"integer, metadata and envVars maps of strings, allow_internet_access and "
 					"autoPause booleans");
+		json_decref(allow_out);
+		json_decref(deny_out);
 		json_decref(b);
 		return;
 	}
@@ -218,18 +243,24 @@ static void create(struct srv_req *r, int v2)
 	pthread_mutex_unlock(&srv->lock);
 	if (full) {
 		sbx__srv_reply_error(r, 429, "sandbox limit reached (%u live)", srv->cfg.max_sandboxes);
+		json_decref(allow_out);
+		json_decref(deny_out);
 		json_decref(b);
 		return;
 	}
 	double t0 = sbx__now_mono();
 	sbx_error *e = NULL;
 	_cleanup_free_ char *image = NULL;
-	char **labels = NULL, **env = NULL;
+	char **labels = NULL, **env = NULL, **allow_v = NULL, **deny_v = NULL;
 	sbx_image *img = NULL;
 	struct srv_sandbox *s = NULL;
-	int rc = sbx__srv_template_resolve(srv, template_id, &image, &e);
+	/* A snapshot (snapshots.c) starts from its frozen layer over its image. */
+	_cleanup_free_ char *base = NULL;
+	int rc = 0;
+	if (!sbx__srv_snapshot_resolve(srv, template_id, &image, &base))
+		rc = sbx__srv_template_resolve(srv, template_id, &image, &e);
 	if (rc == 0)
-		rc = sbx_image_get(&img, srv->rt, image, &e);
+		rc = sbx_image_get(&img, srv->rt, base ? base : image, &e);
 	if (rc < 0) {
 		sbx__srv_reply_sbx_error(r, 0, "template", rc, e);
 		goto out;
@@ -247,10 +278,16 @@ static void create(struct srv_req *r, int v2)
 	int want = inet && !json_is_null(inet) ? json_is_true(inet) : 1;
 	int internet = want && srv->cfg.allow_internet;
 	o.network = internet ? SBX_NETWORK_INTERNET : SBX_NETWORK_NONE;
+	if (internet) { /* without a network of its own the sandbox reaches nothing anyway */
+		allow_v = sbx__srv_egress_strv(allow_out);
+		deny_v = sbx__srv_egress_strv(deny_out);
+		o.allow_out = (const char *const *)allow_v;
+		o.deny_out = (const char *const *)deny_v;
+	}
 	o.env = (const char *const *)env;
 	o.labels = (const char *const *)labels;
 	o.ttl_s = (unsigned)timeout + TTL_BACKSTOP_S;
-	o.detach = 1;
+	o.detach = !sbx__srv_pooled(srv, &o); /* a warm pool's are never detached (pool.c) */
 	s = sbx__srv_sandbox_new("");
 	s->srv = srv;
 	rc = sbx_sandbox_create(&s->sb, srv->rt, &o, &e);
@@ -261,7 +298,7 @@ static void create(struct srv_req *r, int v2)
 	}
 	snprintf(s->id, sizeof(s->id), "%s", sbx_sandbox_id(s->sb));
 	s->template_id = xstrdup(template_id);
-	s->alias = xstrdup(image);
+	s->alias = xstrdup(base ? base : image);
 	sbx__srv_auth_new_token(s->token);
 	/* allowPublicTraffic: false makes its user ports need this token
 	 * (proxy_route.c); E2B's default is public. */
@@ -273,7 +310,12 @@ static void create(struct srv_req *r, int v2)
 	s->started_at = sbx__now_real();
 	s->end_at = s->started_at + (double)timeout;
 	s->allow_internet = internet;
+	s->allow_out = allow_out;
+	s->deny_out = deny_out;
+	allow_out = deny_out = NULL;
 	s->auto_pause = json_is_true(apause);
+	s->auto_resume = resume;
+	s->timeout_s = timeout;
 	s->user = img->config.user && *img->config.user ? xstrdup(img->config.user) : sbx__srv_default_user(s);
 	s->workdir = img->config.workdir && *img->config.workdir ? xstrdup(img->config.workdir) : NULL;
 	sbx__srv_state_save(srv, s);
@@ -290,6 +332,10 @@ out:
 	sbx_image_free(img);
 	sbx__strv_free(labels);
 	sbx__strv_free(env);
+	sbx__strv_free(allow_v);
+	sbx__strv_free(deny_v);
+	json_decref(allow_out);
+	json_decref(deny_out);
 	json_decref(b);
 }
 
@@ -341,6 +387,39 @@ int sbx__srv_sandbox_pause(struct srv_sandbox *s, sbx_error **err)
 static long long capped(const struct server *srv, long long secs)
 {
 	return srv->cfg.max_timeout_s && secs > srv->cfg.max_timeout_s ? srv->cfg.max_timeout_s : secs;
+}
+
+int sbx__srv_sandbox_wake(struct srv_sandbox *s, long long secs, int resume_only, sbx_error **err)
+{
+	struct server *srv = s->srv;
+	double now = sbx__now_real();
+	pthread_mutex_lock(&srv->lock);
+	/* A pause in flight (the timer's auto-pause, or a client's) ends
+	 * within a freeze: E2B's connect waits for it rather than failing,
+	 * and an SDK that saw state 'paused' connects at once. */
+	for (int i = 0; s->transition && i < TRANSITION_WAIT_STEPS; i++) {
+		pthread_mutex_unlock(&srv->lock);
+		nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+		pthread_mutex_lock(&srv->lock);
+	}
+	int busy = s->transition, was_paused = s->paused;
+	int go = !busy && !(resume_only && !was_paused);
+	if (go && (now + (double)secs > s->end_at || resume_only))
+		s->end_at = now + (double)secs;
+	if (go && was_paused)
+		s->transition = 1;
+	pthread_mutex_unlock(&srv->lock);
+	if (busy)
+		return -EBUSY;
+	if (!go)
+		return -EALREADY;
+	int rc = was_paused ? set_paused(s, 0, err) : 0;
+	if (rc < 0)
+		return rc;
+	if (!was_paused)
+		sync_ttl(s);
+	sbx__srv_state_save(srv, s);
+	return was_paused;
 }
 
 /* POST /sandboxes/{id}/{op}; the caller holds an op reference on s. */
@@ -397,40 +476,15 @@ static void sandbox_op_in(struct srv_req *r, struct srv_sandbox *s, const char *
 			sbx__srv_reply_error(r, 400, "timeout must be a non-negative integer");
 			return;
 		}
-		secs = capped(srv, secs);
-		pthread_mutex_lock(&srv->lock);
-		/* A pause in flight (the timer's auto-pause, or a client's) ends
-		 * within a freeze: E2B's connect waits for it rather than failing,
-		 * and an SDK that saw state 'paused' connects at once. */
-		for (int i = 0; s->transition && i < TRANSITION_WAIT_STEPS; i++) {
-			pthread_mutex_unlock(&srv->lock);
-			nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
-			pthread_mutex_lock(&srv->lock);
-		}
-		int busy = s->transition, was_paused = s->paused;
-		int go = !busy && !(resume_only && !was_paused);
-		if (go && (now + (double)secs > s->end_at || resume_only))
-			s->end_at = now + (double)secs;
-		if (go && was_paused)
-			s->transition = 1;
-		pthread_mutex_unlock(&srv->lock);
-		if (busy) {
+		int rc = sbx__srv_sandbox_wake(s, capped(srv, secs), resume_only, &e);
+		if (rc == -EBUSY)
 			sbx__srv_reply_error(r, 409, "sandbox %s is being paused or resumed", s->id);
-			return;
-		}
-		if (!go) {
+		else if (rc == -EALREADY)
 			sbx__srv_reply_error(r, 409, "sandbox %s is already running", s->id);
-			return;
-		}
-		int rc = was_paused ? set_paused(s, 0, &e) : 0;
-		if (rc < 0) {
+		else if (rc < 0)
 			sbx__srv_reply_sbx_error(r, 0, "resume", rc, e);
-			return;
-		}
-		if (!was_paused)
-			sync_ttl(s);
-		sbx__srv_state_save(srv, s);
-		sbx__srv_reply_json(r, was_paused ? 201 : 200, sbx__srv_sandbox_json(srv, s, -1));
+		else
+			sbx__srv_reply_json(r, rc == 1 ? 201 : 200, sbx__srv_sandbox_json(srv, s, -1));
 	}
 }
 
@@ -476,10 +530,16 @@ void sbx__srv_control(struct srv_req *r, char **seg, size_t nseg)
 			sbx__srv_reply_empty(r, 204);
 		else
 			sbx__srv_reply_error(r, 404, "sandbox %s not found", sb->id);
+	} else if (n == 3 && strcmp(m, "PUT") == 0 && strcmp(s[2], "network") == 0) {
+		sbx__srv_network_update(r, sb);
 	} else if (n == 3 && strcmp(m, "GET") == 0 && strcmp(s[2], "metrics") == 0) {
 		sbx__srv_metrics_sandbox(r, sb);
 	} else if (n == 3 && strcmp(m, "GET") == 0 && strcmp(s[2], "logs") == 0) {
 		sbx__srv_reply_json(r, 200, json_pack("{s:[],s:[]}", "logs", "logEntries"));
+	} else if (n == 3 && strcmp(m, "POST") == 0 && strcmp(s[2], "snapshots") == 0) {
+		sbx__srv_snapshot_create(r, sb);
+	} else if (n == 3 && strcmp(m, "POST") == 0 && strcmp(s[2], "fork") == 0) {
+		sbx__srv_fork(r, sb);
 	} else if (n == 3 && strcmp(m, "POST") == 0 &&
 		   (strcmp(s[2], "timeout") == 0 || strcmp(s[2], "refreshes") == 0 || strcmp(s[2], "pause") == 0 ||
 		    strcmp(s[2], "resume") == 0 || strcmp(s[2], "connect") == 0)) {

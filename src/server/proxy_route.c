@@ -161,9 +161,8 @@ int sbx__srv_proxy_authorize(struct srv_req *r, const char *sid, unsigned port)
 			return 0;
 		}
 	}
-	pthread_mutex_lock(&r->srv->lock);
-	int paused = s->paused;
-	pthread_mutex_unlock(&r->srv->lock);
+	/* autoResume: traffic to its ports wakes it, as on E2B */
+	int paused = !sbx__srv_sandbox_autoresume(s);
 	if (paused) {
 		sbx__srv_proxy_error(r, 502, port, "sandbox %s is paused: its ports answer once it is resumed", sid);
 		sbx__srv_sandbox_put(r->srv, s);

@@ -107,11 +107,16 @@ static int authorize_data(struct srv_req *r, const char *sid)
 	snprintf(r->sandbox_id, sizeof(r->sandbox_id), "%s", s->id);
 	int is_health = strcmp(r->url, "/health") == 0;
 	int is_files = strcmp(r->url, "/files") == 0;
-	if (!is_health && !sbx__srv_ct_equal(token, s->token) && !(is_files && files_signed(r, s))) {
+	int token_ok = sbx__srv_ct_equal(token, s->token);
+	if (!is_health && !token_ok && !(is_files && files_signed(r, s))) {
 		unauthorized(r, rpc, token ? "access token does not belong to this sandbox" : "missing X-Access-Token");
 		sbx__srv_sandbox_put(r->srv, s);
 		return 0;
 	}
+	/* autoResume: an authorized request wakes a paused sandbox before it
+	 * goes on (an anonymous /health does not) */
+	if (!is_health || token_ok)
+		sbx__srv_sandbox_autoresume(s);
 	r->sb = s;
 	return 1;
 }
@@ -219,6 +224,8 @@ void sbx__srv_route(struct srv_req *r)
 		 * reads as "not running"), not for the server. */
 		const char *token = sbx__srv_header(r, "X-Access-Token");
 		struct srv_sandbox *sb = token ? sbx__srv_sandbox_by_token(r->srv, token) : NULL;
+		if (sb)
+			sbx__srv_sandbox_autoresume(sb);
 		if ((token && !sb) || (sb && sb->paused)) {
 			sbx__srv_reply_error(r, 502, "no running sandbox has this access token");
 			sbx__srv_sandbox_put(r->srv, sb);
@@ -244,6 +251,8 @@ void sbx__srv_route(struct srv_req *r)
 	}
 	if (k > 0 && strcmp(s[0], "sandboxes") == 0)
 		sbx__srv_control(r, segs, n);
+	else if (k == 1 && strcmp(s[0], "snapshots") == 0 && strcmp(r->method, "GET") == 0)
+		sbx__srv_snapshots_list(r);
 	else if (k > 0 && strcmp(s[0], "templates") == 0)
 		sbx__srv_templates(r, segs, n);
 	else

@@ -27,6 +27,8 @@ struct srv_config {
 	const char *domain;           /* getHost suffix ({port}-{id}.DOMAIN); NULL = <listen>.sslip.io:<port> */
 	unsigned proxy_idle_timeout_s; /* proxied connections idle this long close; 0 = never */
 	unsigned max_proxy_connections; /* per sandbox */
+	unsigned pool_size;           /* --pool: sandboxes kept warm per template (0 = none) */
+	char **pool_templates;        /* --pool-template (NULL: "base") */
 };
 
 /* Runs the server until SIGINT/SIGTERM. Returns the process exit code. */

@@ -50,6 +50,8 @@ static void sandbox_free(struct srv_sandbox *s)
 	json_decref(s->ext_saved);
 	json_decref(s->metadata);
 	json_decref(s->env_vars);
+	json_decref(s->allow_out);
+	json_decref(s->deny_out);
 	free(s->template_id);
 	free(s->alias);
 	free(s->user);
@@ -370,7 +372,8 @@ static int serve(struct server *srv, sbx_error **err)
 	ro.log_level = SBX_LOG_WARN;
 	if ((r = sbx_runtime_new(&srv->rt, &ro, err)) < 0)
 		return r;
-	if ((r = sbx__srv_state_open(srv, err)) < 0 || (r = sbx__srv_state_reconcile(srv, err)) < 0)
+	if ((r = sbx__srv_state_open(srv, err)) < 0 || (r = sbx__srv_state_reconcile(srv, err)) < 0 ||
+	    (r = sbx__srv_pool_start(srv, err)) < 0)
 		return r;
 	if ((r = sbx__srv_relays_start(srv, err)) < 0)
 		return r;
@@ -458,8 +461,10 @@ out:
 		return rc; /* threads still use srv; the process is about to exit */
 	sbx__srv_relays_free(srv);
 	sbx__srv_builds_free(srv);
+	sbx__dt_free(srv);
 	sbx__srv_state_close(srv);
 	sbx_runtime_free(srv->rt);
+	sbx__srv_pool_free(srv);
 	free(srv->v);
 	free(srv->key_path);
 	free(srv->api_key);

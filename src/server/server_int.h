@@ -46,6 +46,7 @@ struct srv_relays;
 
 struct srv_build;
 struct sqlite3;
+struct dt_state;
 
 /* One started process of a sandbox (envd's process table entry). */
 struct srv_proc {
@@ -88,8 +89,11 @@ struct srv_sandbox {
 	double started_at, end_at;   /* unix seconds */
 	int paused;
 	int auto_pause;              /* autoPause: the deadline pauses instead of killing */
+	int auto_resume;             /* autoResume.enabled: a request resumes it (autoresume.c) */
+	long long timeout_s;         /* the timeout it was created with (an auto-resume's) */
 	double stat_t, stat_cpu_s;   /* the previous metrics sample (cpuUsedPct) */
 	int allow_internet;
+	json_t *allow_out, *deny_out; /* network.allowOut / denyOut as given (arrays) or NULL */
 	char *user;                  /* image default user or NULL (root) */
 	char *workdir;               /* image WorkingDir or NULL */
 	sbx_sandbox *sb;
@@ -137,7 +141,12 @@ struct server {
 	unsigned port;
 	int abandoned;                /* stopped with connection threads still busy */
 	struct srv_relays *relays;    /* proxied connections (relay.c) */
+	struct dt_state *daytona;     /* the Daytona API's snapshots and credentials (daytona/) */
+	char **pool_keys;             /* specs kept warm (pool.c) */
 };
+
+/* Waits for the Daytona API's snapshot builds and frees its state (daytona/snapshot.c). */
+void sbx__dt_free(struct server *srv);
 
 /* ---- http.c -------------------------------------------------------------- */
 
@@ -342,9 +351,30 @@ void sbx__srv_control(struct srv_req *r, char **seg, size_t nseg);
 /* A sandbox as JSON: detail < 0 create/connect (Sandbox), 0 ListedSandbox,
  * > 0 SandboxDetail. */
 json_t *sbx__srv_sandbox_json(struct server *srv, struct srv_sandbox *s, int detail);
+/* control.c: the request body as a JSON object ({} when empty); NULL after a 400. */
+json_t *sbx__srv_json_object_body(struct srv_req *r);
+
+/* network.c: E2B egress lists. parse: -1 after a 400; *allow and *deny new references
+ * (arrays) or NULL. strv: a NULL-terminated copy (NULL for none). update: PUT
+ * /sandboxes/ID/network. */
+int sbx__srv_egress_parse(struct srv_req *r, json_t *net, json_t **allow, json_t **deny);
+char **sbx__srv_egress_strv(json_t *arr);
+void sbx__srv_egress_json(json_t *network, const struct srv_sandbox *s);
+void sbx__srv_network_update(struct srv_req *r, struct srv_sandbox *s);
 /* Pauses s as POST /pause does (the caller holds an op reference): 0,
  * -EALREADY when paused, -EBUSY while a pause or resume is under way. */
 int sbx__srv_sandbox_pause(struct srv_sandbox *s, sbx_error **err);
+/* Resumes s when paused (waiting out a pause or resume under way), with
+ * the deadline now + secs (connect: only when later; resume_only: always,
+ * and -EALREADY when it runs). 1 resumed, 0 was running, -EBUSY, -errno.
+ * The caller holds an op reference. */
+int sbx__srv_sandbox_wake(struct srv_sandbox *s, long long secs, int resume_only, sbx_error **err);
+/* Create's `autoResume` ({enabled: bool}; enabled needs autoPause): 0 with
+ * *out set, or -EINVAL after replying 400 (autoresume.c). */
+int sbx__srv_parse_auto_resume(struct srv_req *r, json_t *v, int auto_pause, int *out);
+/* Before a request reaches s: 1 when it runs (resumed now when paused with
+ * autoResume), 0 when it stays paused. */
+int sbx__srv_sandbox_autoresume(struct srv_sandbox *s);
 /* The CPUs, memory and disk a sandbox of this server is held to (what is
  * enforced; "no limit" as this host's size). */
 void sbx__srv_sandbox_limits(const struct server *srv, const struct srv_sandbox *s, long *cpus,
@@ -363,6 +393,26 @@ int sbx__srv_template_resolve(struct server *srv, const char *template_id, char 
 			 sbx_error **err);
 void sbx__srv_builds_free(struct server *srv);
 char *sbx__srv_rfc3339(double t);
+
+/* ---- snapshots.c, fork.c --------------------------------------------------- */
+
+/* A templateID naming a snapshot: 1 with *image = "snapshot:<provider name>"
+ * and *base = the image under it (both owned); 0 when it is none. */
+int sbx__srv_snapshot_resolve(struct server *srv, const char *template_id, char **image, char **base);
+/* POST /sandboxes/{id}/snapshots. */
+void sbx__srv_snapshot_create(struct srv_req *r, struct srv_sandbox *s);
+/* GET /snapshots. */
+void sbx__srv_snapshots_list(struct srv_req *r);
+/* DELETE /templates/{id} for a snapshot: 1 after replying, 0 when id is none. */
+int sbx__srv_snapshot_delete(struct srv_req *r, const char *id);
+/* Appends the snapshots as Template objects (GET /templates). */
+void sbx__srv_snapshot_templates(struct server *srv, json_t *arr);
+/* Marks s as in a transition (no pause or resume meanwhile; one under way
+ * is waited out, up to 30 s): 0, or -EBUSY. The caller holds an op reference. */
+int sbx__srv_sandbox_hold(struct srv_sandbox *s);
+void sbx__srv_sandbox_unhold(struct srv_sandbox *s);
+/* POST /sandboxes/{id}/fork. */
+void sbx__srv_fork(struct srv_req *r, struct srv_sandbox *s);
 
 /* ---- data plane ---------------------------------------------------------- */
 
@@ -446,6 +496,14 @@ extern sbx__lazy_lib sbx__lazy_mhd, sbx__lazy_sqlite, sbx__lazy_zlib;
 /* A create's labels (sbx.server, e2b.template, e2b.meta.K from META) and
  * env ("K=V" from ENVS), appended to *labels and *env (control.c; the
  * Daytona API's create uses it too, so both list and reap alike). */
+/* ---- pool.c: --pool N ----------------------------------------------------- */
+
+/* Adds the warm pools of --pool and waits until they are full. */
+int sbx__srv_pool_start(struct server *srv, sbx_error **err);
+/* 1 when a pool holds sandboxes of spec `o` (its detach ignored). */
+int sbx__srv_pooled(const struct server *srv, const sbx_sandbox_opts *o);
+void sbx__srv_pool_free(struct server *srv);
+
 void sbx__srv_create_lists(char ***labels, char ***env, const struct server *srv, const char *template_id,
 			   json_t *meta, json_t *envs);
 

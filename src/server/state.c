@@ -36,7 +36,8 @@ int sbx__srv_state_open(struct server *srv, sbx_error **err)
 	char *emsg = NULL;
 	rc = sqlite3_exec(db,
 			  "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;"
-			  "CREATE TABLE IF NOT EXISTS sandboxes (id TEXT PRIMARY KEY, data TEXT NOT NULL);",
+			  "CREATE TABLE IF NOT EXISTS sandboxes (id TEXT PRIMARY KEY, data TEXT NOT NULL);"
+			  "CREATE TABLE IF NOT EXISTS snapshots (id TEXT PRIMARY KEY, data TEXT NOT NULL);",
 			  NULL, NULL, &emsg);
 	if (rc != SQLITE_OK) {
 		int r = sbx_error_set(err, -EIO, "init %s: %s", path, emsg ? emsg : "?");
@@ -62,8 +63,16 @@ json_t *sbx__srv_sandbox_to_row(const struct srv_sandbox *s)
 				"envVars", s->env_vars, "startedAt", s->started_at, "endAt", s->end_at, "paused",
 				s->paused, "autoPause", s->auto_pause, "allowInternet", s->allow_internet, "user",
 				s->user, "workdir", s->workdir);
+	if (row && s->auto_resume)
+		json_object_set_new(row, "autoResume", json_true());
+	if (row && s->timeout_s > 0)
+		json_object_set_new(row, "timeoutS", json_integer(s->timeout_s));
 	if (row && s->private_traffic)
 		json_object_set_new(row, "trafficToken", json_string(s->traffic_token));
+	if (row && s->allow_out)
+		json_object_set(row, "allowOut", s->allow_out);
+	if (row && s->deny_out)
+		json_object_set(row, "denyOut", s->deny_out);
 	/* what another API keeps about the sandbox (the Daytona API's name, intervals) */
 	if (row && s->ext && s->ext_row)
 		json_object_set_new(row, "ext", s->ext_row(s->ext));
@@ -137,6 +146,11 @@ static struct srv_sandbox *from_row(const char *id, const char *data)
 	s->paused = json_is_true(json_object_get(o, "paused"));
 	s->auto_pause = json_is_true(json_object_get(o, "autoPause"));
 	s->allow_internet = json_is_true(json_object_get(o, "allowInternet"));
+	json_t *ao = json_object_get(o, "allowOut"), *dout = json_object_get(o, "denyOut");
+	s->allow_out = json_is_array(ao) ? json_incref(ao) : NULL;
+	s->deny_out = json_is_array(dout) ? json_incref(dout) : NULL;
+	s->auto_resume = json_is_true(json_object_get(o, "autoResume"));
+	s->timeout_s = json_integer_value(json_object_get(o, "timeoutS"));
 	const char *tt = json_string_value(json_object_get(o, "trafficToken"));
 	if (tt && *tt) { /* a private sandbox stays private across restarts */
 		snprintf(s->traffic_token, sizeof(s->traffic_token), "%s", tt);

@@ -94,6 +94,7 @@ static void list_templates(struct srv_req *r)
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(arr, template_json(v[i]));
 	sbx_image_list_free(v, n);
+	sbx__srv_snapshot_templates(r->srv, arr);
 	sbx__srv_reply_json(r, 200, arr);
 }
 
@@ -532,8 +533,10 @@ void sbx__srv_templates(struct srv_req *r, char **seg, size_t nseg)
 	} else if (n == 1 && strcmp(m, "POST") == 0 && ver >= 2) {
 		request_build(r);
 	} else if (n == 3 && strcmp(s[1], "aliases") == 0 && strcmp(m, "GET") == 0) {
-		_cleanup_free_ char *img = NULL;
-		if (sbx__srv_template_resolve(r->srv, s[2], &img, NULL) == 0)
+		_cleanup_free_ char *img = NULL, *snap = NULL;
+		if (sbx__srv_snapshot_resolve(r->srv, s[2], &snap, &img)) /* a snapshot is a template too */
+			sbx__srv_reply_json(r, 200, json_pack("{s:s,s:b}", "templateID", s[2], "public", 0));
+		else if (sbx__srv_template_resolve(r->srv, s[2], &img, NULL) == 0)
 			sbx__srv_reply_json(r, 200, json_pack("{s:s,s:b}", "templateID", img, "public", 0));
 		else
 			sbx__srv_reply_error(r, 404, "template alias %s not found", s[2]);
@@ -543,6 +546,8 @@ void sbx__srv_templates(struct srv_req *r, char **seg, size_t nseg)
 		build_status(r, s[1], s[3]);
 	} else if (n == 4 && strcmp(s[2], "files") == 0) {
 		build_files(r, s[1], s[3]);
+	} else if (n == 2 && strcmp(m, "DELETE") == 0 && sbx__srv_snapshot_delete(r, s[1])) {
+		/* a snapshot (E2B's deleteSnapshot): answered */
 	} else if (n == 2 && strcmp(m, "DELETE") == 0) {
 		sbx_error *e = NULL;
 		int rc = sbx_image_remove(r->srv->rt, s[1], &e);

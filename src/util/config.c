@@ -69,6 +69,7 @@ const struct sbx_knob sbx__knobs[] = {
 	K("SBX_DAYTONA_SANDBOXES", INTEGER, "providers/daytona", "(SBX_CREATE_CONCURRENCY)", "sbx doctor --backend daytona: how many sandboxes you run at once, for the quota math"),
 	/* server: sbx serve */
 	K("SBX_SERVE_DAYTONA_FAIL_CREATES", STRING, "server", "0", "sbx serve, tests only: answer the next N Daytona creates with the disk-quota error (400), or with 429 as N:429"),
+	K("SBX_SERVE_DAYTONA_FAIL_SNAPSHOTS", INTEGER, "server", "0", "sbx serve, tests only: answer the next N Daytona snapshot creates with the snapshot-quota error (400)"),
 	K("SBX_SERVE_DEFAULT_TEMPLATE", STRING, "server", "(none)", "sbx serve: the image of templateID \"base\" (--default-template wins; none or empty: the image \"base\", built by make base)"),
 	/* cli: src/cli */
 	K("OPENENV_MODAL_SANDBOX_TTL_S", INTEGER, "cli", "1800", "sbx doctor --backend modal: the sandbox TTL checked against the episode cap"),

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* libcrypto (SHA-256 streams, SHA-1), loaded at first use (see lazy.h). */
+/* libcrypto (SHA-256 streams, SHA-1, HMAC-SHA256 for SigV4), loaded at first use (see lazy.h). */
 #include <stddef.h>
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/sha.h>
 
 #include "lazy.h"
@@ -19,3 +20,7 @@ SBX_LAZY_VOID(sbx__lazy_crypto, EVP_MD_CTX_free, (EVP_MD_CTX *a0), (a0))
 SBX_LAZY(sbx__lazy_crypto, EVP_MD_CTX *, NULL, EVP_MD_CTX_new, (void), ())
 SBX_LAZY(sbx__lazy_crypto, const EVP_MD *, NULL, EVP_sha256, (void), ())
 SBX_LAZY(sbx__lazy_crypto, unsigned char *, NULL, SHA1, (const unsigned char *a0, size_t a1, unsigned char *a2), (a0, a1, a2))
+SBX_LAZY(sbx__lazy_crypto, unsigned char *, NULL, HMAC,
+	 (const EVP_MD *a0, const void *a1, int a2, const unsigned char *a3, size_t a4, unsigned char *a5,
+	  unsigned int *a6),
+	 (a0, a1, a2, a3, a4, a5, a6))

@@ -51,6 +51,11 @@ try {
   check(own.stdout === 'user\n'.repeat(5), 'parents made by files.write and makeDir belong to user', own.stdout);
   const root = await sbx.commands.run('whoami; cat /etc/sudoers.d/user', { user: 'root' });
   check(root.stdout === 'root\nuser ALL=(ALL:ALL) NOPASSWD: ALL\n', "an explicit user: 'root' wins; user's sudo rule", root.stdout);
+  // E2B's base image gives `user` passwordless sudo; sbx's broker does it
+  // (no set-uid, no network): root, a root-only write, back to user after.
+  const su = await sbx.commands.run('sudo whoami && sudo sh -c "echo ok > /root/sbx-sudo" && sudo cat /root/sbx-sudo ' +
+    '&& ! cat /root/sbx-sudo 2>/dev/null && sudo -u user id -un && whoami');
+  check(su.stdout === 'root\nok\nuser\nuser\n', 'passwordless sudo: root, a root-only write, sudo -u user', su.stdout);
 } catch (err) {
   fail++;
   console.log(`  FAIL ${err?.name}: ${err?.message}`);

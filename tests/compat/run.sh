@@ -4,7 +4,8 @@
 # Installs the pinned `e2b` npm SDK versions into $SBX_COMPAT_CACHE (default
 # BUILD_DIR/compat-cache), builds the image "bash" into a private image store,
 # starts BUILD_DIR/src/cli/sbx serve on a free loopback port with a private
-# state dir, runs tests/compat/suite.mjs once per version, stops the server,
+# state dir, runs tests/compat/suite.mjs, snapshots.mjs (snapshots, fork,
+# auto-resume) and ports.mjs once per version, stops the server,
 # checks that no sandbox is left, then runs tests/compat/base.mjs (issue 17's
 # out-of-the-box acceptance) against a second server started with no template
 # flags on a store holding the image `base`, and closes with
@@ -57,6 +58,11 @@ cleanup() {
     wait "$server_pid" 2>/dev/null
   fi
   "$sbx" rm --all >/dev/null 2>&1
+  # Snapshots live on the shared scratch file system, not in the state dir:
+  # remove any a failed run left (snapshots.mjs deletes its own).
+  for f in "$state"/local/snapshots/*.json; do
+    [ -e "$f" ] && "$sbx" snapshot rm "$(basename "$f" .json)" >/dev/null 2>&1
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -124,6 +130,10 @@ for v in "${versions[@]}"; do
   [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
   total_pass=$((total_pass + p)) total_fail=$((total_fail + f)) total_skip=$((total_skip + s))
   summary+=("e2b@$v: $p passed, $f failed, $s skipped")
+  r=$(node "$here/snapshots.mjs" "$cache/e2b-$v" 2>&1 | tee /dev/stderr | sed -nE 's/^snapshots e2b@[^:]*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/p' | tail -n1)
+  read -r p f s <<<"${r:-0 1 0}"
+  total_pass=$((total_pass + p)) total_fail=$((total_fail + f)) total_skip=$((total_skip + s))
+  summary+=("snapshots e2b@$v: $p passed, $f failed, $s skipped")
   r=$(node "$here/ports.mjs" "$cache/e2b-$v" 2>&1 | tee /dev/stderr | sed -nE 's/^ports e2b@[^:]*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/p' | tail -n1); read -r p f s <<<"${r:-0 1 0}"; total_pass=$((total_pass + p)) total_fail=$((total_fail + f)) total_skip=$((total_skip + s)); summary+=("ports e2b@$v: $p passed, $f failed, $s skipped")
   left=$("$sbx" ls --json 2>/dev/null | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).length))')
   if [ "${left:-x}" != 0 ]; then

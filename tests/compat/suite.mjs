@@ -623,6 +623,27 @@ async function main() {
     ok(nf instanceof NotFoundError || /^404: /.test(nf.message), 'getMetrics of an unknown id: not found', `${nf?.constructor?.name}: ${nf?.message}`);
   });
 
+  await check('network egress lists (allowOut / denyOut, updateNetwork)', async () => {
+    if (typeof Sandbox.updateNetwork !== 'function') skip(`SDK ${VERSION} has no network options`);
+    // The compat server runs without --allow-internet: sandboxes have no
+    // network, lists are kept and reported, and opening one is refused
+    // (security/server_network proves the rules on an internet server).
+    const n = await create({ network: { allowOut: ['192.0.2.7'], denyOut: ['0.0.0.0/0'] } });
+    let info = await Sandbox.getInfo(n.sandboxId);
+    const net = (i) => JSON.stringify({ a: i.network?.allowOut ?? null, d: i.network?.denyOut ?? null });
+    eq(net(info), JSON.stringify({ a: ['192.0.2.7'], d: ['0.0.0.0/0'] }), 'getInfo network after create');
+    await Sandbox.updateNetwork(n.sandboxId, { denyOut: ['0.0.0.0/0'] });
+    info = await Sandbox.getInfo(n.sandboxId);
+    eq(net(info), JSON.stringify({ a: null, d: ['0.0.0.0/0'] }), 'updateNetwork replaces (allowOut cleared)');
+    const e = await rejects(Sandbox.updateNetwork(n.sandboxId, { allowOut: ['192.0.2.7'] }), null,
+      'opening a sandbox created without internet access');
+    ok(/no internet access/.test(e.message), 'the error says why', e.message);
+    await rejects(Sandbox.create({ network: { denyOut: ['example.com'] } }), null, 'a domain in denyOut');
+    await rejects(Sandbox.updateNetwork('nosuchsandbox0000000', {}), NotFoundError, 'updateNetwork of an unknown id');
+    await Sandbox.kill(n.sandboxId);
+    created.delete(n.sandboxId);
+  });
+
   await check('setTimeout expiry kills the sandbox', async () => {
     const t = await create({ metadata: { role: 'expiry' } });
     await t.setTimeout(2_000);

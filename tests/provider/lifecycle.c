@@ -593,6 +593,7 @@ Test(conf_life, episodes_leave_nothing, .timeout = 1800)
 			base = fd_count(); /* after the HTTP client's pool warmed up */
 	}
 	int now = fd_count();
+	cr_log_info("daytona: %d episodes: %d fds after the second, %d after the last", n, base, now);
 	cr_assert_leq(now, base + 2, "daytona: fds %d after %d episodes, %d after the second", now, n, base);
 	cr_assert_eq(conf_wait_count(NULL, 0, 10), 0, "daytona: sandboxes left after %d episodes", n);
 }

@@ -403,6 +403,53 @@ Test(internet, egress_lists)
 	destroy(internet_sandbox(NULL, NULL));
 }
 
+/* E2B's PUT /sandboxes/{id}/network: the lists of a running sandbox change
+ * at once, and the last change leaves nothing behind at destroy. */
+Test(internet, egress_lists_change_while_running)
+{
+	char s1[32], s2[32];
+	snprintf(s1, sizeof(s1), "198.18.%d.1", slot);
+	snprintf(s2, sizeof(s2), "198.19.%d.1", slot);
+	sbx_sandbox *sb = internet_sandbox(NULL, NULL);
+	const char *id = sbx_sandbox_id(sb);
+	cr_assert(dial(sb, s1, 8080) && dial(sb, s2, 8080));
+	cr_assert_eq(sbx__nft_has_sandbox(id), 0, "no lists, no chain");
+	sbx_error *err = NULL;
+	/* a chain made for a sandbox that had none: deny all but s2 */
+	const char *all[] = { "0.0.0.0/0", NULL }, *one[] = { s2, NULL };
+	cr_assert_eq(sbx_sandbox_set_egress(sb, one, all, &err), 0, "%s", err ? err->msg : "?");
+	cr_assert(dial(sb, s2, 8080), "allow_out %s should win over deny_out 0.0.0.0/0", s2);
+	cr_assert_not(dial(sb, s1, 8080), "deny_out 0.0.0.0/0 let %s through", s1);
+	/* the chain refilled: now the other way round */
+	const char *deny2[] = { s2, NULL };
+	cr_assert_eq(sbx_sandbox_set_egress(sb, NULL, deny2, &err), 0, "%s", err ? err->msg : "?");
+	cr_assert(dial(sb, s1, 8080), "deny_out %s alone refused %s", s2, s1);
+	cr_assert_not(dial(sb, s2, 8080), "deny_out %s let it through", s2);
+	/* a bad entry changes nothing and names itself */
+	const char *bad[] = { "10.0.0.0/33", NULL };
+	cr_assert_eq(sbx_sandbox_set_egress(sb, bad, NULL, &err), -EINVAL);
+	cr_assert(err && strstr(err->msg, "10.0.0.0/33"), "%s", err ? err->msg : "?");
+	sbx_error_free(err);
+	err = NULL;
+	cr_assert_not(dial(sb, s2, 8080), "a refused change must keep the lists in force");
+	/* no lists: the chain goes, everything public is reachable again */
+	cr_assert_eq(sbx_sandbox_set_egress(sb, NULL, NULL, &err), 0, "%s", err ? err->msg : "?");
+	cr_assert_eq(sbx__nft_has_sandbox(id), 0, "an unrestricted sandbox keeps no chain");
+	cr_assert(dial(sb, s1, 8080) && dial(sb, s2, 8080));
+	cr_assert_eq(sbx_sandbox_set_egress(sb, one, all, &err), 0, "%s", err ? err->msg : "?");
+	char keep[32];
+	snprintf(keep, sizeof(keep), "%s", id);
+	destroy(sb);
+	assert_nothing_left(keep);
+	/* network=none has nothing to filter: the mode is chosen at create */
+	sbx_sandbox_opts o = base_opts();
+	sbx_sandbox *none = sbx_test_sandbox(rt, &o);
+	cr_assert_eq(sbx_sandbox_set_egress(none, one, all, &err), -ENOTSUP);
+	cr_assert(err && strstr(err->msg, "network"), "%s", err ? err->msg : "?");
+	sbx_error_free(err);
+	destroy(none);
+}
+
 Test(internet, resolver_reachable_under_allow_list)
 {
 	char s1[32], env[64], other[32];

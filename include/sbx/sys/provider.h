@@ -135,8 +135,9 @@ typedef struct sbx_provider_desc {
  * and the core never reads past its end (those ops count as NULL).
  * Version 4 appended `fork`, `snapshot` and `snapshot_remove`; the core reads
  * them only from version 4 tables.
+ * Version 5 appended `set_egress`.
  */
-#define SBX_PROVIDER_OPS_VERSION 4
+#define SBX_PROVIDER_OPS_VERSION 5
 
 /*
  * Every op returns 0 or a negative errno and sets *err (a lowercase message naming the
@@ -251,6 +252,13 @@ typedef struct sbx_provider_ops {
 	int (*snapshot)(char **name_out, void *sb, const char *name, sbx_error **err);
 	/** Optional: removes a snapshot (sandboxes made from it are not affected); -ENOENT. */
 	int (*snapshot_remove)(void *ctx, const char *name, sbx_error **err);
+
+	/* ---- version 5 ---- */
+	/** Optional: replaces a running sandbox's egress lists (the semantics of
+	 *  sbx_sandbox_opts.allow_out/deny_out; NULL/NULL = no restriction) at once, with no
+	 *  moment where neither the old nor the new lists apply. -ENOTSUP (the sandbox has no
+	 *  network of its own to filter: none or host), -EINVAL (an entry, named), -ESRCH. */
+	int (*set_egress)(void *sb, const char *const *allow_out, const char *const *deny_out, sbx_error **err);
 } sbx_provider_ops;
 
 

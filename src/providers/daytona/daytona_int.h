@@ -81,6 +81,16 @@ int sbx__dtn_multipart_parse(const char *body, size_t len, const char *content_t
 				       void *ud),
 			     void *ud);
 
+/* snapshot.c: task images as digest-named snapshots (desc.c's task_image). */
+int sbx__dtn_task_image(char **image_out, char **how_out, sbx_runtime *rt, const sbx_task_env *env,
+			sbx_error **err);
+/* "sbx-<slug>-<12 hex>" of the Dockerfile text and the context's hash. Owned. */
+char *sbx__dtn_snapshot_name(const char *slug, const char *dockerfile, const char *ctx_hash);
+/* 1 active, 0 keep polling (pending, building, ...), -1 failed (error, build_failed, ...). */
+int sbx__dtn_snapshot_step(const char *state);
+/* The POST /snapshots body: name and buildInfo {dockerfileContent, contextHashes}. Owned. */
+json_t *sbx__dtn_snapshot_body(const char *name, const char *dockerfile, const char *ctx_hash);
+
 /* api.c */
 int sbx__dtn_ctx_new(struct dtn_ctx **out, sbx_runtime *rt, sbx_error **err);
 void sbx__dtn_ctx_free(struct dtn_ctx *c);

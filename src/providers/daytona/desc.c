@@ -4,7 +4,8 @@
  * (the reference framework's names), its endpoint, which create errors are
  * throttles (Daytona's quota and capacity errors clear as sandboxes end, so
  * the core backs off and retries them), and the doctor's quota math: the
- * sandboxes run at once times the disk of each against the org's disk quota.
+ * sandboxes run at once times the disk of each against the org's disk quota,
+ * and how a task's environment becomes a digest-named snapshot (snapshot.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 
 #include "../../util/config.h"
 #include "../../util/str.h"
+#include "daytona_int.h"
 
 static const sbx_provider_cred cred = {
 	.key_vars = { "DAYTONA_API_KEY", NULL },
@@ -83,4 +85,5 @@ const sbx_provider_desc sbx_provider_daytona_desc = {
 	.throttle_patterns = throttles,
 	.is_throttle = dtn_is_throttle,
 	.doctor = dtn_doctor,
+	.task_image = sbx__dtn_task_image,
 };

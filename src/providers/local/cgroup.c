@@ -155,6 +155,32 @@ int sbx__cg_detect(struct cg_layout *cg, const char *state_dir, sbx_error **err)
 	return 0;
 }
 
+int sbx__local_cg_check(struct local_ctx *c, sbx_error **err)
+{
+	pthread_mutex_lock(&c->cg_lock);
+	int r = c->cg_state;
+	if (r == 0) {
+		sbx_error *e = NULL;
+		r = sbx__cg_detect(&c->cg_, c->dir, &e);
+		if (r < 0) {
+			sbx__cg_free(&c->cg_); /* mode none, nothing made */
+			c->cg_msg = xstrdup(e && e->msg ? e->msg : "cgroups: detection failed");
+			sbx_error_free(e);
+		}
+		c->cg_state = r < 0 ? r : 1;
+	}
+	if (r < 0)
+		sbx_error_set(err, r, "%s", c->cg_msg);
+	pthread_mutex_unlock(&c->cg_lock);
+	return r < 0 ? r : 0;
+}
+
+struct cg_layout *sbx__local_cg(struct local_ctx *c)
+{
+	sbx__local_cg_check(c, NULL);
+	return &c->cg_;
+}
+
 void sbx__cg_free(struct cg_layout *cg)
 {
 	/* Drop our parent groups when nothing is left in them (busy ones stay). */

@@ -263,7 +263,10 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 		ofd = fcntl(fds.tty_fd, F_DUPFD_CLOEXEC, 0); /* a terminal: no pipe mutex */
 	else
 		sbx__local_proc_give_output(p, &ofd, &efd);
-	if ((r = outpump_start(&op, ofd, efd, o, max, err)) < 0)
+	/* The caller gave all of stdio its own fds (as `sbx exec` does):
+	 * nothing to read, so no reader thread and its four eventfds. */
+	int eof = ofd < 0 && efd < 0, drained = eof;
+	if (!eof && (r = outpump_start(&op, ofd, efd, o, max, err)) < 0)
 		goto out;
 	int in_w = tty && o->stdin_data ? fds.tty_fd : fds.in_fd;
 	const char *in_data = o->stdin_data;
@@ -273,7 +276,7 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 			shutdown(in_w, SHUT_WR);
 		in_w = -1;
 	}
-	int exited = 0, status = 0, timed_out = 0, eof = 0, drained = 0;
+	int exited = 0, status = 0, timed_out = 0;
 	double drain_until = 0, drain_max = 0;
 	while (!exited || !eof) {
 		struct pollfd pf[4];
@@ -285,8 +288,10 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 			di = np;
 			pf[np++] = (struct pollfd){ .fd = op->drained, .events = POLLIN };
 		}
-		ni = np;
-		pf[np++] = (struct pollfd){ .fd = op->note, .events = POLLIN };
+		if (op) {
+			ni = np;
+			pf[np++] = (struct pollfd){ .fd = op->note, .events = POLLIN };
+		}
 		if (in_w >= 0) {
 			ii = np;
 			pf[np++] = (struct pollfd){ .fd = in_w, .events = POLLOUT };
@@ -311,7 +316,7 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 		}
 		if (k <= 0)
 			continue;
-		if (pf[ni].revents) {
+		if (ni >= 0 && pf[ni].revents) {
 			uint64_t v;
 			(void)!read(op->note, &v, sizeof(v));
 			eof = 1; /* the reader only ends early at EOF of both */
@@ -334,7 +339,8 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 		if (ci >= 0 && pf[ci].revents) {
 			r = sbx__local_proc_poll(p, &status, &timed_out, 0, &start_exit, msg, sizeof(msg), err);
 			if (r == -ENOENT && start_exit) {
-				outpump_stop(op, NULL);
+				if (op)
+					outpump_stop(op, NULL);
 				op = NULL;
 				not_started(out, o, start_exit, msg, t0);
 				r = 0;
@@ -347,7 +353,8 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 				drain_until = sbx__now_mono() + DRAIN_GRACE_S;
 				drain_max = drain_until + DRAIN_MAX_S;
 				uint64_t one = 1;
-				(void)!write(op->kick, &one, sizeof(one));
+				if (op)
+					(void)!write(op->kick, &one, sizeof(one));
 			}
 			r = 0;
 		}
@@ -355,8 +362,13 @@ int sbx__local_exec(sbx_exec_result *out, struct local_sb *sb, const sbx_exec_op
 	set_status(out, status);
 	out->timed_out = timed_out;
 	out->seconds = sbx__now_mono() - t0;
-	outpump_stop(op, out);
-	op = NULL;
+	if (op) {
+		outpump_stop(op, out);
+		op = NULL;
+	} else {
+		out->out = xstrdup("");
+		out->err = xstrdup("");
+	}
 out:
 	if (op)
 		outpump_stop(op, NULL);

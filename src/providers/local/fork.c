@@ -205,15 +205,16 @@ int sbx__local_fork(void **children, char **ids, size_t n, void *parent, const s
 		goto out;
 	}
 	double t0 = sbx__now_mono();
+	struct cg_layout *cg = sbx__local_cg(c);
 	/* Freezing fails without a freezer (or when already paused): the
 	 * copy is then as consistent as a crash, which btrfs guarantees. */
-	int froze = !sbx__cg_frozen(&c->cg, p->id) && sbx__cg_freeze(&c->cg, p->id, 1, NULL) == 0;
+	int froze = !sbx__cg_frozen(cg, p->id) && sbx__cg_freeze(cg, p->id, 1, NULL) == 0;
 	if (froze)
-		sbx__cg_freeze_settle(&c->cg, p->id);
+		sbx__cg_freeze_settle(cg, p->id);
 	/* The parent's id guards the new layer until the children hold it. */
 	r = freeze(&entry, c, p, &st, err);
 	if (froze)
-		sbx__cg_freeze(&c->cg, p->id, 0, NULL);
+		sbx__cg_freeze(cg, p->id, 0, NULL);
 	double t1 = sbx__now_mono();
 	if (r < 0)
 		goto out;

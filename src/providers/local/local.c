@@ -40,13 +40,12 @@ static int local_init(void **ctx_out, sbx_runtime *rt, sbx_error **err)
 	c->dir = xasprintf("%s/local", sbx_runtime_state_dir(rt));
 	_cleanup_free_ char *mnt = xasprintf("%s/.mnt", c->dir);
 	int r = sbx__mkdir_p(mnt, 0700, err);
-	if (r == 0)
-		r = sbx__cg_detect(&c->cg, c->dir, err);
 	if (r < 0) {
 		free(c->dir);
 		free(c);
 		return r;
 	}
+	pthread_mutex_init(&c->cg_lock, NULL);
 	sbx__nspool_init(&c->pool);
 	sbx__scratch_init(&c->scratch, c->dir);
 	*ctx_out = c;
@@ -60,7 +59,9 @@ static void local_fini(void *ctx)
 		return;
 	sbx__nspool_fini(&c->pool);
 	sbx__scratch_fini(&c->scratch);
-	sbx__cg_free(&c->cg);
+	sbx__cg_free(&c->cg_);
+	pthread_mutex_destroy(&c->cg_lock);
+	free(c->cg_msg);
 	free(c->dir);
 	free(c);
 }
@@ -164,7 +165,7 @@ static int teardown(struct local_sb *sb, sbx_error **err)
 		sb->rootfd = -1;
 	}
 	double t0 = sbx__now_mono();
-	sbx__cg_thaw_if_frozen(&sb->ctx->cg, sb->id);
+	sbx__cg_thaw_if_frozen(sbx__local_cg(sb->ctx), sb->id);
 	kill_init(sb);
 	/* Every process is gone; the kernel frees the mount tree when the
 	 * background thread drops this last reference (nspool.c). */
@@ -180,7 +181,7 @@ static int teardown(struct local_sb *sb, sbx_error **err)
 		sb->frozen = NULL;
 	}
 	if (r >= 0)
-		r = sbx__cg_remove(&sb->ctx->cg, sb->id, err);
+		r = sbx__cg_remove(sbx__local_cg(sb->ctx), sb->id, err);
 	if (r < 0)
 		return r;
 	double t2 = sbx__now_mono();
@@ -271,8 +272,9 @@ static int create_impl(void **sb_out, char **id_out, struct local_ctx *c, const 
 	sb->id_base = ns.id.base;
 	sb->id_known = 1;
 	sb->layer_base = preset ? layer_base : ns.id.base;
-	if ((r = sbx__local_listen(sb->dir, &listener, err)) < 0 || (r = sbx__cg_create(&c->cg, id, o, err)) < 0 ||
-	    (r = n_cg = sbx__cg_procs_fds(&c->cg, id, cg_procs, err)) < 0)
+	if ((r = sbx__local_cg_check(c, err)) < 0 || (r = sbx__local_listen(sb->dir, &listener, err)) < 0 ||
+	    (r = sbx__cg_create(sbx__local_cg(c), id, o, err)) < 0 ||
+	    (r = n_cg = sbx__cg_procs_fds(sbx__local_cg(c), id, cg_procs, err)) < 0)
 		goto out;
 	/* The writable layer on disk unless the spec brings its own (builds). */
 	if (preset) {
@@ -521,7 +523,7 @@ static int local_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_erro
 	/* Groups, writable layers, sockets or half-written state files with no
 	 * state file: a crash between the cgroups and the state file. They are
 	 * listed as dead so GC removes them. */
-	char **orphans = sbx__cg_list(&c->cg);
+	char **orphans = sbx__cg_list(sbx__local_cg(c));
 	char **layers = sbx__scratch_list(&c->scratch);
 	for (size_t k = 0; layers && layers[k]; k++)
 		if (valid_id(layers[k]) && !sbx__strv_contains(orphans, layers[k]))
@@ -591,7 +593,7 @@ static int local_destroy_id(void *ctx, const char *id, sbx_error **err)
 		}
 		sbx__state_clear(&st);
 	}
-	char **cgs = sbx__cg_list(&c->cg);
+	char **cgs = sbx__cg_list(sbx__local_cg(c));
 	_cleanup_free_ char *sock = path_of(sb, "sock");
 	int exists = have || access(sock, F_OK) == 0 || sbx__net_marked(sb->dir) ||
 		     sbx__scratch_exists(&c->scratch, id);
@@ -680,6 +682,15 @@ static int l_path_fd(int *fd, void *h, const char *path, sbx_error **err)
 	return sbx__local_path_fd(fd, h, path, err);
 }
 
+static int l_set_egress(void *h, const char *const *allow, const char *const *deny, sbx_error **err)
+{
+	struct local_sb *sb = h;
+	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
+	o.allow_out = allow;
+	o.deny_out = deny;
+	return sbx__net_set_egress(sb->dir, sb->id, &o, err);
+}
+
 static int l_connect_port(int *fd, void *h, unsigned port, sbx_error **err)
 {
 	return sbx__local_connect_port(fd, h, port, err);
@@ -688,13 +699,13 @@ static int l_connect_port(int *fd, void *h, unsigned port, sbx_error **err)
 static int l_pause(void *h, sbx_error **err)
 {
 	struct local_sb *sb = h;
-	return sbx__cg_freeze(&sb->ctx->cg, sb->id, 1, err);
+	return sbx__cg_freeze(sbx__local_cg(sb->ctx), sb->id, 1, err);
 }
 
 static int l_resume(void *h, sbx_error **err)
 {
 	struct local_sb *sb = h;
-	return sbx__cg_freeze(&sb->ctx->cg, sb->id, 0, err);
+	return sbx__cg_freeze(sbx__local_cg(sb->ctx), sb->id, 0, err);
 }
 
 extern const sbx_provider_desc sbx_provider_local_desc;
@@ -737,4 +748,5 @@ const sbx_provider_ops sbx_provider_local = {
 	.fork = sbx__local_fork,
 	.snapshot = sbx__local_snapshot,
 	.snapshot_remove = sbx__local_snapshot_remove,
+	.set_egress = l_set_egress,
 };

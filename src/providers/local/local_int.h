@@ -122,7 +122,10 @@ unsigned sbx__local_storage_mb(struct local_ctx *c, const sbx_sandbox_opts *o);
 struct local_ctx {
 	sbx_runtime *rt;
 	char *dir;          /* <state>/local */
-	struct cg_layout cg;
+	struct cg_layout cg_; /* through sbx__local_cg(): detected at first use */
+	pthread_mutex_t cg_lock;
+	int cg_state;        /* 0 not yet, 1 detected, else the negative errno */
+	char *cg_msg;        /* why the detection failed */
 	struct sbx_nspool pool;
 	struct sbx_scratch scratch;
 };
@@ -167,6 +170,14 @@ int sbx__cg_remove(const struct cg_layout *cg, const char *id, sbx_error **err);
 /* Ids of every sandbox group under our parent (for GC); owned strv. */
 char **sbx__cg_list(const struct cg_layout *cg);
 const char *sbx__cg_mode_name(enum cg_mode m);
+/* The host's cgroup layout, detected (and our parent groups made) at the
+ * first call that needs it: a runtime that only opens a sandbox to exec in
+ * it (`sbx exec`) reads no mountinfo and makes and removes no group.
+ * sbx__local_cg_check() reports a failed detection (SBX_CGROUP names a
+ * version that is not mounted); sbx__local_cg() then gives the layout of
+ * mode none. */
+int sbx__local_cg_check(struct local_ctx *c, sbx_error **err);
+struct cg_layout *sbx__local_cg(struct local_ctx *c);
 /* Memory limit of a sandbox whose spec sets none (SBX_DEFAULT_MEMORY, else
  * a quarter of the host's RAM within 256 MiB..8 GiB; 0 = none). */
 unsigned sbx__cg_default_memory_mb(void);
@@ -241,6 +252,9 @@ int sbx__init_spawn(pid_t *pid_out, int *pidfd_out, const struct sbx_spawn_opts 
 int sbx__local_listen(const char *base, int *fd_out, sbx_error **err);
 /* M_SETUP with the listener and the exec cgroup dir; with MSG_DONTWAIT in
  * flags, -EAGAIN (no error set) when it does not fit in the socket now. */
+/* sudo_policy.c: the label sbx.sudo (spec over image): *on = 1 for
+ * "nopasswd", 0 for "off" or none; -EINVAL naming the label otherwise. */
+int sbx__local_sudo_policy(int *on, const sbx_image *img, const sbx_sandbox_opts *o, sbx_error **err);
 int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const struct sbx_idmap *idm,
 			  const sbx_image *img, const sbx_sandbox_opts *o, int flags, sbx_error **err);
 int sbx__local_send_go(struct local_sb *sb, int sync, sbx_error **err);

@@ -35,6 +35,8 @@ enum sbx_msg_type {
 	M_OK,         /* init -> host: done (fds may be attached) */
 	M_DETACH,     /* host -> init, on an exec connection: let the command outlive it */
 	M_GO,         /* host -> init at birth, after M_SETUP: the state file exists, report M_READY */
+	M_SUDO,       /* sandbox sudo -> its broker (init/sudo.c): T_ARG, T_ENV, T_CWD, T_USER;
+	                 fds: stdin, stdout, stderr. Replies M_EXITED or M_ERROR; M_SIGNAL relays */
 };
 
 enum sbx_msg_tag {
@@ -54,6 +56,7 @@ enum sbx_msg_tag {
 	T_VOLATILE,   /* M_SETUP: the upper dir is a throwaway scratch layer:
 	                 mount the overlay `volatile` (no syncs into it) */
 	T_TTY,        /* M_EXEC: run on a terminal made inside; u64 rows << 16 | cols */
+	T_SUDO,       /* M_SETUP: the sandbox's sudo policy (1 = nopasswd for every user) */
 	T_LAYER_IDMAP, /* M_SETUP: u64 index of a layer (a fork's frozen snapshot)
 	                  idmapped by its own shift namespace, not the sandbox's:
 	                  the fds carry them in this order, after the upper's */

@@ -65,7 +65,7 @@ static int layer_shifted(const struct local_sb *sb, const struct sbx_idmap *idm)
 }
 
 static void build_setup(struct sbx_msg *m, char *buf, size_t cap, struct local_sb *sb, const void *prog,
-			size_t prog_len, const sbx_image *img, const struct sbx_idmap *idm, int cpu_run,
+			size_t prog_len, const sbx_image *img, const struct sbx_idmap *idm, int cpu_run, int sudo,
 			const sbx_sandbox_opts *o)
 {
 	sbx__msg_init(m, buf, cap, M_SETUP);
@@ -122,6 +122,8 @@ static void build_setup(struct sbx_msg *m, char *buf, size_t cap, struct local_s
 	if (o->net_raw)
 		sbx__msg_add_u64(m, T_NET_RAW, 1);
 	sbx__msg_add_u64(m, T_NOFILE, o->nofile_max ? o->nofile_max : DEFAULT_NOFILE);
+	if (sudo)
+		sbx__msg_add_u64(m, T_SUDO, 1);
 }
 
 /* Sends M_SETUP with the control listener and the exec cgroup dir. With
@@ -132,8 +134,9 @@ int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const str
 {
 	const void *prog;
 	size_t prog_len;
+	int sudo;
 	int r = sbx__seccomp_program(&prog, &prog_len, err);
-	if (r < 0)
+	if (r < 0 || (r = sbx__local_sudo_policy(&sudo, img, o, err)) < 0)
 		return r;
 	/* Most setups fit in 64 KiB; a huge env gets the protocol maximum. */
 	size_t cap = 64 * 1024;
@@ -141,12 +144,13 @@ int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const str
 	struct sbx_msg m;
 	/* v1 with a CPU quota: the group commands join (init stays out). A
 	 * host whose cpu hierarchy is missing has no quota to leave out. */
-	_cleanup_close_ int run = o->cpus > 0 && sb->ctx->cg.mode == CG_V1 ? sbx__cg_cpu_run_fd(&sb->ctx->cg, sb->id) : -1;
-	build_setup(&m, buf, cap, sb, prog, prog_len, img, idm, run >= 0, o);
+	struct cg_layout *cgl = sbx__local_cg(sb->ctx);
+	_cleanup_close_ int run = o->cpus > 0 && cgl->mode == CG_V1 ? sbx__cg_cpu_run_fd(cgl, sb->id) : -1;
+	build_setup(&m, buf, cap, sb, prog, prog_len, img, idm, run >= 0, sudo, o);
 	if (m.overflow) {
 		cap = SBX_MSG_MAX;
 		buf = xrealloc(buf, cap);
-		build_setup(&m, buf, cap, sb, prog, prog_len, img, idm, run >= 0, o);
+		build_setup(&m, buf, cap, sb, prog, prog_len, img, idm, run >= 0, sudo, o);
 	}
 	/* fds: the listener, then (userns) the namespace and the id slot's
 	 * lock (and the upper dir's idmap, then the frozen snapshot layers'),
@@ -178,7 +182,7 @@ int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const str
 			fds[n++] = *layer_ns[n_layer_ns++];
 		}
 	}
-	int cg = sbx__cg_exec_dirfd(&sb->ctx->cg, sb->id);
+	int cg = sbx__cg_exec_dirfd(sbx__local_cg(sb->ctx), sb->id);
 	/* init runs as the slot's root: the exec group is delegated to it, as
 	 * a container manager delegates a subtree (its limits stay the host's). */
 	if (cg >= 0 && idm->userns >= 0 &&

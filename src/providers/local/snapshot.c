@@ -74,12 +74,13 @@ int sbx__local_snapshot(char **name_out, void *h, const char *name, sbx_error **
 	} else if (stat(rec, &sst) == 0 || sbx__scratch_exists(&c->scratch, sub)) {
 		r = sbx_error_set(err, -EEXIST, "snapshot '%s' exists already (sbx snapshot rm %s)", name, name);
 	} else {
-		int froze = !sbx__cg_frozen(&c->cg, p->id) && sbx__cg_freeze(&c->cg, p->id, 1, NULL) == 0;
+		struct cg_layout *cg = sbx__local_cg(c);
+		int froze = !sbx__cg_frozen(cg, p->id) && sbx__cg_freeze(cg, p->id, 1, NULL) == 0;
 		if (froze)
-			sbx__cg_freeze_settle(&c->cg, p->id);
+			sbx__cg_freeze_settle(cg, p->id);
 		r = sbx__scratch_freeze(&c->scratch, p->id, sub, err);
 		if (froze)
-			sbx__cg_freeze(&c->cg, p->id, 0, NULL);
+			sbx__cg_freeze(cg, p->id, 0, NULL);
 	}
 	if (r == 0) {
 		free(st.id);

@@ -166,7 +166,7 @@ int sbx__local_stats(sbx_stats *out, void *h, sbx_error **err)
 {
 	(void)err;
 	struct local_sb *sb = h;
-	cpu_mem(out, &sb->ctx->cg, sb->id);
+	cpu_mem(out, sbx__local_cg(sb->ctx), sb->id);
 	_cleanup_close_ int fd = sb->scratch ? open(sb->scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	if (fd < 0)
 		fd = sbx__scratch_open(&sb->ctx->scratch, sb->id);

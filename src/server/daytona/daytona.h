@@ -21,7 +21,33 @@
 #define DT_NEVER_S (100.0 * 365 * 86400)      /* "no deadline" */
 #define DT_LOG_MAX (16u << 20)      /* a session command's stdout or stderr as returned */
 
+#define DT_S3_PREFIX "/api/object-storage/s3/"  /* the push-access storageUrl's path */
+#define DT_BUCKET "daytona-volume-builds"         /* the SDK's default bucket name */
+#define DT_REGION "us-east-1"
+#define DT_CREDS 32                 /* push-access credentials kept (the oldest go first) */
+#define DT_CRED_TTL_S 3600.0
+#define DT_OBJECT_MAX SRV_UPLOAD_MAX             /* one object */
+#define DT_OBJECTS_MAX (8ull << 30)              /* all objects together */
+
 struct dt_session;
+struct dt_snap;
+
+/* Temporary object-storage credentials issued by push-access. */
+struct dt_cred {
+	char ak[21];
+	char secret[65];
+	char token[65];
+	double expires;              /* unix seconds; 0 = unused slot */
+};
+
+/* The API's server-wide state (srv->daytona, made at first use). */
+struct dt_state {
+	pthread_mutex_t lk;
+	struct dt_cred creds[DT_CREDS];
+	unsigned next_cred;
+	struct dt_snap *snaps;       /* snapshot.c; loaded from the state dir at first use */
+	int loaded;
+};
 
 /* What a Daytona sandbox has beyond the server's record (guarded by lk). */
 struct dt_ext {
@@ -51,6 +77,50 @@ void sbx__dt_tb_error(struct srv_req *r, int status, const char *code, const cha
 	__attribute__((format(printf, 4, 5)));
 /* The body as a JSON object ({} when empty); NULL after replying 400. */
 json_t *sbx__dt_json_body(struct srv_req *r);
+
+/* The server's Daytona state (made on first call). */
+struct dt_state *sbx__dt_state(struct server *srv);
+
+/* ---- objects.c: push-access and the S3 subset the SDK's client uses ------ */
+
+/* 1 for an object-storage path (under DT_S3_PREFIX). */
+int sbx__dt_s3_match(const char *url);
+/* Checks the request's SigV4 signature against an issued credential, from
+ * the headers alone; 0 after replying (S3's XML error). */
+int sbx__dt_s3_authorize(struct srv_req *r);
+/* PUT of an object: the streaming consumer, before the body. */
+void sbx__dt_s3_begin(struct srv_req *r);
+void sbx__dt_s3_route(struct srv_req *r);
+/* 1 for an object key: '/'-separated segments of [A-Za-z0-9._-], never "."
+ * or "..", at most 1024 bytes. */
+int sbx__dt_s3_key_ok(const char *key);
+/* S3's XML error {Code, Message, Resource}. */
+void sbx__dt_s3_error(struct srv_req *r, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* STATE/server/daytona-objects/<bucket>. Owned. */
+char *sbx__dt_objects_dir(struct server *srv);
+/* objects_multipart.c: where part ?partNumber=&uploadId= of KEY goes (owned),
+ * or -ENOENT for an unknown upload or a bad part number. */
+int sbx__dt_mp_part_path(char **out, struct srv_req *r, const char *key);
+/* POST ?uploads (create), POST ?uploadId= (complete), DELETE ?uploadId= (abort). */
+void sbx__dt_mp_route(struct srv_req *r, const char *key);
+/* GET /api/object-storage/push-access */
+void sbx__dt_push_access(struct srv_req *r);
+/* The file of object <org>/<hash>/context.tar, or NULL when the hash is
+ * malformed. Owned. */
+char *sbx__dt_context_path(struct server *srv, const char *hash);
+
+/* ---- snapshot.c / snapshot_build.c ----------------------------------------- */
+
+/* /api/snapshots[...]: seg[0] = "snapshots". */
+void sbx__dt_snapshots(struct srv_req *r, char **seg, size_t n);
+/* The store image of snapshot NAME (a name or id): 0, -ENOENT (no such
+ * snapshot), -EAGAIN (not active yet; the message says its state). */
+int sbx__dt_snapshot_image(struct server *srv, const char *name, char **image_out, sbx_error **e);
+/* Builds DOCKERFILE with the context tars of HASHES (a JSON array of
+ * strings, or NULL) unpacked as its context; the store alias in *alias. */
+int sbx__dt_build(struct server *srv, const char *dockerfile, json_t *hashes, const char *slug, char **alias,
+		  sbx_output_fn on_output, void *payload, sbx_error **e);
 
 /* ---- sandbox.c ----------------------------------------------------------- */
 

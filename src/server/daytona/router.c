@@ -98,6 +98,8 @@ json_t *sbx__dt_json_body(struct srv_req *r)
 
 int sbx__dt_authorize(struct srv_req *r)
 {
+	if (sbx__dt_s3_match(r->url))
+		return sbx__dt_s3_authorize(r); /* SigV4 with push-access credentials */
 	const char *h = sbx__srv_header(r, "Authorization");
 	const char *key = h && strncasecmp(h, "Bearer ", 7) == 0 ? h + 7 : NULL;
 	while (key && *key == ' ')
@@ -138,6 +140,8 @@ int sbx__dt_is_upload(const char *method, const char *url)
 {
 	char id[64];
 	const char *rest;
+	if (sbx__dt_s3_match(url))
+		return strcmp(method, "PUT") == 0;
 	return strcmp(method, "POST") == 0 && toolbox_path(url, id, sizeof(id), &rest) &&
 	       (strcmp(rest, "files/bulk-upload") == 0 || strcmp(rest, "files/upload") == 0);
 }
@@ -146,6 +150,10 @@ void sbx__dt_route_begin(struct srv_req *r)
 {
 	char id[64];
 	const char *rest;
+	if (sbx__dt_s3_match(r->url)) {
+		sbx__dt_s3_begin(r);
+		return;
+	}
 	if (!toolbox_path(r->url, id, sizeof(id), &rest))
 		return;
 	struct srv_sandbox *s = sbx__dt_find(r->srv, id);
@@ -200,11 +208,20 @@ void sbx__dt_route(struct srv_req *r)
 		toolbox(r, id, rest);
 		return;
 	}
+	if (sbx__dt_s3_match(r->url)) {
+		sbx__dt_s3_route(r);
+		return;
+	}
 	char *segs[MAX_SEGS];
 	_cleanup_free_ char *buf = NULL;
 	size_t n = sbx__srv_split_path(segs, MAX_SEGS, &buf, r->url);
 	if (n >= 2 && strcmp(segs[1], "sandbox") == 0)
 		sbx__dt_sandbox(r, segs + 1, n - 1);
+	else if (n >= 2 && strcmp(segs[1], "snapshots") == 0)
+		sbx__dt_snapshots(r, segs + 1, n - 1);
+	else if (n == 3 && strcmp(segs[1], "object-storage") == 0 && strcmp(segs[2], "push-access") == 0 &&
+		 strcmp(r->method, "GET") == 0)
+		sbx__dt_push_access(r);
 	else if (n == 2 && strcmp(segs[1], "health") == 0)
 		sbx__srv_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
 	else

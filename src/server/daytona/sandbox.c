@@ -121,36 +121,26 @@ static int injected_failure(struct srv_req *r)
 	return 0;
 }
 
-/* The image to start from: snapshot, or the Dockerfile's lone FROM, or a
- * template build of the whole Dockerfile. Owned name in *image. */
-static int create_image(char **image, struct server *srv, json_t *snapshot, const char *dockerfile, sbx_error **e)
+/* The image to start from: snapshot (a Daytona snapshot, else an image of
+ * the store), or the Dockerfile's lone FROM, or a build of the whole
+ * Dockerfile with its contexts (snapshot_build.c). Owned name in *image. */
+static int create_image(char **image, struct server *srv, json_t *snapshot, const char *dockerfile, json_t *hashes,
+			sbx_error **e)
 {
-	if (json_is_string(snapshot))
+	if (json_is_string(snapshot)) {
+		int rc = sbx__dt_snapshot_image(srv, json_string_value(snapshot), image, e);
+		if (rc != -ENOENT)
+			return rc;
 		return sbx__srv_template_resolve(srv, json_string_value(snapshot), image, e);
+	}
 	if (!dockerfile)
 		return sbx__srv_template_resolve(srv, "base", image, e);
 	char from[512], extra[2];
-	if (sscanf(dockerfile, " FROM %511s %1s", from, extra) == 1 || sscanf(dockerfile, " from %511s %1s", from, extra) == 1)
+	if (json_array_size(hashes) == 0 &&
+	    (sscanf(dockerfile, " FROM %511s %1s", from, extra) == 1 || sscanf(dockerfile, " from %511s %1s", from, extra) == 1))
 		return sbx__srv_template_resolve(srv, from, image, e);
 	/* a longer Dockerfile: built into the store, cached by its digest */
-	char tmpl[] = "/tmp/sbx-daytona-build.XXXXXX";
-	if (!mkdtemp(tmpl))
-		return sbx_error_setsys(e, -errno, errno, "create a build context");
-	_cleanup_free_ char *dfp = xasprintf("%s/Dockerfile", tmpl);
-	int rc = sbx__write_file_atomic(dfp, dockerfile, strlen(dockerfile), 0600, e);
-	sbx_build_result res = { 0 };
-	if (rc == 0) {
-		sbx_build_opts o = SBX_BUILD_OPTS_INIT;
-		o.context_dir = tmpl;
-		o.slug = "dockerfile"; /* alias dockerfile-<10 hex>, cached by digest */
-		o.timeout_s = 3600;
-		rc = sbx_template_build(&res, srv->rt, &o, e);
-	}
-	if (rc == 0)
-		*image = xstrdup(res.alias);
-	sbx_build_result_free(&res);
-	sbx__rm_rf(tmpl, NULL);
-	return rc;
+	return sbx__dt_build(srv, dockerfile, hashes, "dockerfile", image, NULL, NULL, e);
 }
 
 static const char *const bad_spec =
@@ -206,11 +196,11 @@ static void create(struct srv_req *r, json_t *b)
 	char **lv = NULL, **ev = NULL;
 	sbx_image *img = NULL;
 	struct srv_sandbox *s = NULL;
-	int rc = create_image(&image, srv, snapshot, json_string_value(df), &e);
+	int rc = create_image(&image, srv, snapshot, json_string_value(df), bi ? json_object_get(bi, "contextHashes") : NULL, &e);
 	if (rc == 0)
 		rc = sbx_image_get(&img, srv->rt, image, &e);
 	if (rc < 0) {
-		int st = rc == -ENOENT ? 400 : rc == -EINVAL || rc == -EIO ? 400 : sbx__srv_http_status(rc);
+		int st = rc == -ENOENT || rc == -EBUSY ? 400 : rc == -EINVAL || rc == -EIO ? 400 : sbx__srv_http_status(rc);
 		sbx__dt_error(r, st, "%s%s", rc == -EIO || rc == -EINVAL ? "failed to build image (build_failed): " : "",
 			      e && e->msg ? e->msg : sbx_error_code_name(rc));
 		sbx_error_free(e);

@@ -1,7 +1,9 @@
 // Daytona compatibility suite: drives the official `@daytonaio/sdk` (pinned,
 // from npm, unmodified) against `sbx serve`'s Daytona API: the per-episode
 // cycle (create -> exec -> upload -> download -> refresh activity -> labels ->
-// list by labels -> delete), sessions, the `fs` routes and the error types.
+// list by labels -> delete), sessions, the `fs` routes, the error types, and
+// snapshots built from a Dockerfile whose COPY context the SDK uploads
+// through object storage (push-access + S3 with SigV4).
 //
 //   node suite.mjs SDK_PREFIX [FAILS]   (SDK_PREFIX/node_modules/@daytonaio/sdk)
 //
@@ -17,6 +19,8 @@
 //   daytona@VER: N passed, N failed, N skipped
 import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const prefix = process.argv[2];
@@ -359,6 +363,108 @@ await check('create from a Dockerfile (template builder)', async () => {
   created.push(b);
   const r = await b.process.executeCommand('cat /built.txt', undefined, undefined, 10);
   eq(r.result, `built-${RUN}\n`, 'the RUN step ran');
+});
+
+// Snapshots with a build context: the SDK hashes each COPY source, asks
+// push-access for temporary S3 credentials, lists <org>/<hash>/ and puts
+// <org>/<hash>/context.tar (SigV4), then POST /snapshots with buildInfo
+// {dockerfileContent, contextHashes} and polls the snapshot by name.
+const SNAP = `sbx-compat-${RUN}`;
+const big = randomBytes(6 << 20);
+let snap;
+await check('snapshot.create from Image.fromDockerfile: COPY sources uploaded through object storage (one in parts)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sbx-dt-snap-'));
+  const states = [];
+  try {
+    mkdirSync(join(dir, 'sub'));
+    writeFileSync(join(dir, 'hello.txt'), `hello ${RUN}\n`);
+    writeFileSync(join(dir, 'sub', 'nested.txt'), 'nested\n');
+    // over the uploader's 5 MiB part size: a multipart upload
+    writeFileSync(join(dir, 'big.bin'), big);
+    writeFileSync(join(dir, 'Dockerfile'), `FROM ${IMAGE}\nCOPY hello.txt /opt/hello.txt\nCOPY sub /opt/sub\nCOPY big.bin /opt/big.bin\nRUN cat /opt/hello.txt > /opt/copied-at-build.txt\nRUN echo building ${RUN}; sleep 2\n`);
+    snap = await daytona.snapshot.create({ name: SNAP, image: Image.fromDockerfile(join(dir, 'Dockerfile')) },
+      { timeout: 170, onLogs: (l) => states.push(l) });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  eq(snap.state, 'active', 'state');
+  eq(snap.name, SNAP, 'name');
+  // onLogs follows the build logs (build-logs-url) once the state leaves pending
+  ok(states.includes(`Created snapshot ${SNAP} (active)`), `onLogs lines: ${JSON.stringify(states)}`);
+  eq(snap.buildInfo.contextHashes.length, 3, 'one context per COPY source');
+  ok(/COPY hello.txt/.test(snap.buildInfo.dockerfileContent), 'dockerfileContent kept');
+});
+
+await check('snapshot.get by name and id, snapshot.list pages', async () => {
+  const byName = await daytona.snapshot.get(SNAP);
+  eq(byName.id, snap.id, 'id');
+  const byId = await daytona.snapshot.get(snap.id);
+  eq(byId.name, SNAP, 'name by id');
+  const page = await daytona.snapshot.list(1, 200);
+  ok(page.items.some((x) => x.name === SNAP), 'listed');
+  ok(page.total >= 1 && page.page === 1 && page.totalPages >= 1, `page fields: ${JSON.stringify({ ...page, items: page.items.length })}`);
+  await rejects(daytona.snapshot.get('sbx-no-such-snapshot'), DaytonaNotFoundError, 'unknown snapshot');
+  await rejects(daytona.snapshot.create({ name: SNAP, image: IMAGE }), DaytonaError, 'a second snapshot of that name');
+});
+
+await check('create({snapshot}) starts from it: the COPYed files are there', async () => {
+  const b = await daytona.create({ snapshot: SNAP, labels: { 'sbx-run': RUN } }, { timeout: 120 });
+  created.push(b);
+  const r = await b.process.executeCommand('cat /opt/hello.txt /opt/sub/nested.txt /opt/copied-at-build.txt', undefined, undefined, 10);
+  eq(r.result, `hello ${RUN}\nnested\nhello ${RUN}\n`, 'files from the context');
+  const h = await b.process.executeCommand('sha256sum /opt/big.bin', undefined, undefined, 30);
+  eq(h.result.split(' ')[0], sha(big), 'the 6 MiB file that went up in parts');
+});
+
+await check('snapshot.create from imageName, and a failed build reports build_failed with its reason', async () => {
+  const s2 = await daytona.snapshot.create({ name: `${SNAP}-img`, image: IMAGE }, { timeout: 60 });
+  eq(s2.state, 'active', 'imageName snapshot');
+  await daytona.snapshot.delete(s2);
+  const err = await rejects(daytona.snapshot.create({ name: `${SNAP}-bad`, image: Image.base(IMAGE).runCommands('exit 7') }, { timeout: 120 }),
+    DaytonaError, 'failing build');
+  ok(/Failed to create snapshot/.test(err.message) && /Reason: ./.test(err.message), `reason given: ${err.message}`);
+  const bad = await daytona.snapshot.get(`${SNAP}-bad`);
+  eq(bad.state, 'build_failed', 'state');
+  ok(bad.errorReason, 'errorReason');
+  await rejects(daytona.create({ snapshot: `${SNAP}-bad` }, { timeout: 30 }), DaytonaError, 'create from a failed snapshot');
+  await daytona.snapshot.delete(bad);
+});
+
+await check('object storage (raw): push-access, SigV4 is required and checked', async () => {
+  const base = process.env.DAYTONA_API_URL.replace(/\/+$/, '');
+  const auth = { Authorization: `Bearer ${process.env.DAYTONA_API_KEY}` };
+  const pa = await (await fetch(`${base}/object-storage/push-access`, { headers: auth })).json();
+  for (const k of ['accessKey', 'secret', 'sessionToken', 'storageUrl', 'organizationId', 'bucket', 'region'])
+    ok(typeof pa[k] === 'string' && pa[k].length > 0, `push-access ${k}`);
+  eq((await fetch(`${base}/object-storage/push-access`)).status, 401, 'push-access without a key');
+  const obj = `${pa.storageUrl}/${pa.bucket}/${pa.organizationId}/0123456789abcdef0123456789abcdef/context.tar`;
+  const none = await fetch(obj, { method: 'PUT', body: 'x' });
+  eq(none.status, 403, 'PUT without a signature');
+  ok(/<Code>AccessDenied<\/Code>/.test(await none.text()), 'S3 error XML');
+  const forged = await fetch(obj, { method: 'PUT', body: 'x', headers: {
+    Authorization: `AWS4-HMAC-SHA256 Credential=${pa.accessKey}/20260101/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-date;x-amz-security-token, Signature=${'0'.repeat(64)}`,
+    'x-amz-date': new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+/, ''), 'x-amz-security-token': pa.sessionToken } });
+  eq(forged.status, 403, 'PUT with a wrong signature');
+});
+
+await check('create({image: Image.base(..).addLocalFile(..)}): a sandbox built with an uploaded context', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sbx-dt-ctx-'));
+  let b;
+  try {
+    writeFileSync(join(dir, 'note.txt'), `note ${RUN}\n`);
+    const img = Image.base(IMAGE).addLocalFile(join(dir, 'note.txt'), '/opt/note.txt');
+    b = await daytona.create({ image: img, labels: { 'sbx-run': RUN } }, { timeout: 170 });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  created.push(b);
+  const r = await b.process.executeCommand('cat /opt/note.txt', undefined, undefined, 10);
+  eq(r.result, `note ${RUN}\n`, 'the local file is in the sandbox');
+});
+
+await check('snapshot.delete', async () => {
+  await daytona.snapshot.delete(snap);
+  await rejects(daytona.snapshot.get(SNAP), DaytonaNotFoundError, 'gone');
 });
 
 await check('delete', async () => {

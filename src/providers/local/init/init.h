@@ -46,6 +46,8 @@ struct init_cfg {
 	uint32_t id_base;        /* host id of root inside (with userns_fd) */
 	int net_raw;             /* keep CAP_NET_RAW */
 	uint64_t nofile;         /* RLIMIT_NOFILE for commands, 0 = inherited */
+	int sudo;                /* sudo policy: 1 = any user may run commands as any (sudo.c) */
+	int sudo_fd;             /* the sudo broker's listener, or -1 */
 };
 /* rootfs.c: runs the next file creations as root of the sandbox's id range
  * (on) or as host root again (off); no-op without a user namespace. */

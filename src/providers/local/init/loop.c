@@ -24,11 +24,12 @@
 
 #include "../proto.h"
 #include "spawn.h"
+#include "sudo.h"
 
 #define MAX_EXECS 1024
 #define MAX_CONNS 1024
 
-enum { EV_LISTEN = 1, EV_SIGNAL, EV_TIMER, EV_CONN };
+enum { EV_LISTEN = 1, EV_SIGNAL, EV_TIMER, EV_CONN, EV_SUDO };
 
 struct exec {
 	int used;
@@ -52,6 +53,17 @@ static struct conn conns[MAX_CONNS];
 static int execs_hi, conns_hi;
 static int epfd, sigfd, timfd;
 static uint64_t ttl_deadline;
+/* The sudo listener is watched one-shot: 0 = armed, > 0 = the broker
+ * process that accepts, -1 = it could not start (retried at the next
+ * exit of any process). Re-armed when that process is reaped. */
+static pid_t sudo_broker;
+
+static void sudo_arm(int add)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.u64 = (uint64_t)EV_SUDO << 32 };
+	sudo_broker = 0;
+	epoll_ctl(epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, cfg->sudo_fd, &ev);
+}
 
 static void ep_add(int fd, uint32_t kind, uint32_t idx)
 {
@@ -465,6 +477,8 @@ static void reap(void)
 	int status;
 	pid_t pid;
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (sudo_broker && (pid == sudo_broker || sudo_broker < 0))
+			sudo_arm(0);
 		for (int i = 0; i < execs_hi; i++) {
 			struct exec *e = &execs[i];
 			if (!e->used || e->pid != pid)
@@ -486,8 +500,13 @@ static void on_timer(void)
 	while (read(timfd, &x, sizeof(x)) == sizeof(x))
 		;
 	uint64_t now = init_now_ms();
-	if (ttl_deadline && now >= ttl_deadline)
+	if (ttl_deadline && now >= ttl_deadline) {
+		/* Everything else first: init's own exit closes the sudo
+		 * listener, whose queued connections may hold fds of pipes
+		 * a process inside keeps locked (init/sudo.c). */
+		kill(-1, SIGKILL);
 		_exit(0); /* pid 1 exits: the kernel kills the whole sandbox */
+	}
 	for (int i = 0; i < execs_hi; i++) {
 		struct exec *e = &execs[i];
 		if (e->used && e->deadline_ms && now >= e->deadline_ms && !e->timed_out) {
@@ -533,6 +552,8 @@ void init_loop(struct init_cfg *c)
 	ep_add(cfg->ctl_fd, EV_LISTEN, 0);
 	ep_add(sigfd, EV_SIGNAL, 0);
 	ep_add(timfd, EV_TIMER, 0);
+	if (cfg->sudo_fd >= 0)
+		sudo_arm(1);
 	int housekeeping = 1;
 	for (;;) {
 		arm_timer();
@@ -551,6 +572,7 @@ void init_loop(struct init_cfg *c)
 			case EV_LISTEN: accept_all(); break;
 			case EV_SIGNAL: reap(); break;
 			case EV_TIMER: on_timer(); break;
+			case EV_SUDO: sudo_broker = init_sudo_spawn(cfg); break;
 			case EV_CONN:
 				if (conns[idx].fd >= 0)
 					handle_conn((int)idx);

@@ -23,6 +23,7 @@
 
 #include "../proto.h"
 #include "init.h"
+#include "sudo.h"
 
 #define SYNC_FD 3
 
@@ -177,6 +178,7 @@ static int parse_setup(struct init_cfg *cfg, const char *buf, size_t len)
 			cfg->layer_ns_index[cfg->n_layer_ns++] = (int)sbx__msg_u64(d, n);
 			break;
 		case T_CPU_RUN: cfg->cpu_run_fd = -2; break;
+		case T_SUDO: cfg->sudo = sbx__msg_u64(d, n) == 1; break;
 		case T_ENV:
 			if (nenv == INIT_MAX_ENV - 1)
 				return -E2BIG;
@@ -333,7 +335,7 @@ int main(void)
 	init_cpu_run_fd = cfg.cpu_run_fd;
 	t[1] = init_now_us();
 	init_userns_sysctls(&cfg);
-	if ((r = init_rootfs(&cfg, msg, sizeof(msg))) < 0)
+	if ((r = init_rootfs(&cfg, msg, sizeof(msg))) < 0 || (r = init_sudo_setup(&cfg, msg, sizeof(msg))) < 0)
 		fail(msg, -r);
 	t[2] = init_now_us();
 	if (sethostname(cfg.hostname, strlen(cfg.hostname)) < 0)

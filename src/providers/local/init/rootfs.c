@@ -166,7 +166,8 @@ static void ensure_dir(const char *p, mode_t mode)
 static int setup_dev(const struct init_cfg *cfg, char *msg, size_t msglen)
 {
 	char opts[64];
-	snprintf(opts, sizeof(opts), "mode=755,size=64k,uid=%u,gid=%u", cfg->id_base, cfg->id_base);
+	/* 256k: room for the sudo front end (sudo.c) besides the nodes. */
+	snprintf(opts, sizeof(opts), "mode=755,size=256k,uid=%u,gid=%u", cfg->id_base, cfg->id_base);
 	if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, opts) < 0)
 		FAIL("mount /dev");
 	static const struct { const char *name; unsigned maj, min; } nodes[] = {

@@ -203,7 +203,11 @@ int spawn_command(pid_t *pid_out, int *tty_master, const struct spawn_req *q, in
 	static char stack[256 * 1024] __attribute__((aligned(16)));
 	struct init_user user;
 	*exit_code = 0;
-	int r = init_user_resolve(&user, q->user, msg, msglen);
+	int r = 0;
+	if (q->as)
+		user = *q->as;
+	else
+		r = init_user_resolve(&user, q->user, msg, msglen);
 	if (r < 0)
 		return r;
 	char **envp = merge_env(q, &user);

@@ -12,6 +12,7 @@ struct spawn_req {
 	char **extra_env; /* this exec's env, overrides base */
 	const char *cwd;
 	const char *user;
+	const struct init_user *as; /* already resolved: user is not looked up */
 	int fds[3];       /* unused with tty */
 	int tty;          /* run on a new terminal of the sandbox's devpts */
 	unsigned rows, cols;

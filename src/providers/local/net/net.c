@@ -182,6 +182,20 @@ out:
 	return r;
 }
 
+int sbx__net_set_egress(const char *base, const char *id, const sbx_sandbox_opts *o, sbx_error **err)
+{
+	if (!sbx__net_marked(base))
+		return sbx_error_set(err, -ENOTSUP,
+				     "sandbox %s has no network of its own to filter (network=internet is chosen at "
+				     "create)", id);
+	struct net_plan p = { 0 };
+	int r = sbx__net_plan_lists(&p, o, err);
+	if (r == 0)
+		r = sbx__nft_set_sandbox(id, &p, err);
+	sbx__net_plan_clear(&p);
+	return r;
+}
+
 int sbx__net_detach(const char *base, const char *id, sbx_error **err)
 {
 	if (!sbx__net_marked(base))

@@ -26,6 +26,9 @@ int sbx__net_attach(const char *base, const char *id, pid_t init_pid, const sbx_
  * link goes with its namespace); 0 also when there was nothing to remove.
  * Safe from any process. */
 int sbx__net_detach(const char *base, const char *id, sbx_error **err);
+/* Replaces the egress lists of a wired sandbox (o's allow_out/deny_out,
+ * resolved now): -ENOTSUP when it has no network=internet (no marker). */
+int sbx__net_set_egress(const char *base, const char *id, const sbx_sandbox_opts *o, sbx_error **err);
 /* Whether <base>.net exists (attach ran and detach has not finished). */
 int sbx__net_marked(const char *base);
 /* /etc/resolv.conf for an internet sandbox: the host's non-loopback

@@ -58,6 +58,9 @@ int sbx__rtnl_del(struct rtnl *r, const char *name);
 int sbx__nft_add_sandbox(const char *id, const struct net_plan *p, sbx_error **err);
 /* 0 removed, 1 nothing to remove, <0 error. */
 int sbx__nft_del_sandbox(const char *id, sbx_error **err);
+/* Replaces the sandbox's chain (made, flushed and refilled, or removed) in
+ * one transaction. */
+int sbx__nft_set_sandbox(const char *id, const struct net_plan *p, sbx_error **err);
 /* 1 if chain sb_<id> exists. */
 int sbx__nft_has_sandbox(const char *id);
 

@@ -474,3 +474,54 @@ int sbx__nft_del_sandbox(const char *id, sbx_error **err)
 		return sbx_error_setsys(err, r, -r, "nftables: remove chain %s", chain);
 	return 0;
 }
+
+/* Replaces what chain sb_<id> enforces, in one transaction: the chain's
+ * rules flushed and the new ones added (or the chain made and hooked into
+ * @sandboxes, or removed when the plan needs none), so no packet is judged
+ * by neither list. */
+int sbx__nft_set_sandbox(const char *id, const struct net_plan *p, sbx_error **err)
+{
+	int has = sbx__nft_has_sandbox(id);
+	if (has < 0)
+		return sbx_error_setsys(err, has, -has, "nftables: look up the rules of sandbox %s", id);
+	if (!sbx__nft_plan_needs_chain(p)) {
+		int r = has ? sbx__nft_del_sandbox(id, err) : 0;
+		return r < 0 ? r : 0;
+	}
+	struct batch bt;
+	batch_init(&bt);
+	char chain[32];
+	snprintf(chain, sizeof(chain), "sb_%s", id);
+	if (has) {
+		struct nftnl_rule *rl = nftnl_rule_alloc();
+		if (!rl)
+			abort();
+		nftnl_rule_set_u32(rl, NFTNL_RULE_FAMILY, NFPROTO_INET);
+		nftnl_rule_set_str(rl, NFTNL_RULE_TABLE, NET_TABLE);
+		nftnl_rule_set_str(rl, NFTNL_RULE_CHAIN, chain);
+		struct nlmsghdr *nlh = batch_msg(&bt, NFT_MSG_DELRULE, 0);
+		nftnl_rule_nlmsg_build_payload(nlh, rl);
+		batch_next(&bt);
+		nftnl_rule_free(rl);
+	} else {
+		add_chain(&bt, chain, NULL, 0, 0);
+	}
+	struct nft_rules l = { 0 };
+	sbx__nft_sandbox_rules(&l, id, p);
+	add_rules(&bt, &l);
+	sbx__nft_rules_free(&l);
+	if (!has) {
+		struct nftnl_set *s = map_with(id, 1);
+		struct nlmsghdr *nlh = batch_msg(&bt, NFT_MSG_NEWSETELEM, NLM_F_CREATE | NLM_F_EXCL);
+		nftnl_set_elems_nlmsg_build_payload(nlh, s);
+		batch_next(&bt);
+		nftnl_set_free(s);
+	}
+	int r = commit(&bt);
+	batch_free(&bt);
+	if (r == -E2BIG)
+		return sbx_error_set(err, -E2BIG, "sandbox %s: too many egress rules (at most %d)", id, NET_MAX_RULES);
+	if (r < 0)
+		return sbx_error_setsys(err, r, -r, "nftables: replace the rules of sandbox %s", id);
+	return 0;
+}
