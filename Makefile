@@ -4,13 +4,16 @@
 #   make check  install missing packages, build (plain + ASan/UBSan), run every offline test
 #   make install  install the library, headers, CLI and the Python package (meson install;
 #               PREFIX via `meson configure build -Dprefix=...`, DESTDIR honoured)
+#   make bench-report  rewrite the summary table in docs/performance.md from build/bench-results/
+#               (BENCH_RUN=1: run every bench first, small sizes, 10-15 min, as root)
 #   make fuzz   build the libFuzzer harnesses with clang and run each FUZZ_MINUTES minutes
 BUILD ?= build
 ASAN  ?= build-asan
 MESON ?= meson
 FUZZ_MINUTES ?= 5
+BENCH_RUN ?=
 
-.PHONY: all deps build install demo base check test test-asan checksrc bench clean fuzz
+.PHONY: all deps build install demo base check test test-asan checksrc bench bench-report clean fuzz
 
 all: build
 
@@ -51,6 +54,10 @@ check: build checksrc
 bench: build
 	bash scripts/deps.sh --bench
 	bash bench/lifecycle.sh $(BUILD)
+
+# One table of every bench's headline figures against its peers (bench/README.md).
+bench-report:
+	/usr/bin/python3 bench/report.py $(BUILD) $(if $(BENCH_RUN),--run)
 
 # Runs each libFuzzer harness (tests/fuzz) for FUZZ_MINUTES minutes; docs/fuzzing.md.
 fuzz: deps

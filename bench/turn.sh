@@ -67,10 +67,12 @@ bench_rootfs "$R" "$BB" || exit 1
   echo "cpus	$(nproc)"
   echo "cpu	$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
   echo "bwrap	${BWRAP:+$("$BWRAP" --version 2>/dev/null)}"
-  echo "load	$(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "git	$(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null)"
+  echo "load_start	$(cut -d' ' -f1-3 /proc/loadavg)"
 } > "$OUT/host.tsv"
 cat "$OUT/host.tsv"
 echo "turn bench: $ROUNDS rounds x $N samples per case (interleaved), warmup $WARMUP"
 "$DRIVER" --image bench-busybox --rootfs "$R" ${BWRAP:+--bwrap "$BWRAP"} --n "$N" \
   --rounds "$ROUNDS" --warmup "$WARMUP" --out "$OUT" || exit 1
+echo "load_end	$(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/host.tsv"
 echo "results: $OUT"

@@ -38,7 +38,10 @@ int sbx__srv_sandbox_autoresume(struct srv_sandbox *s)
 {
 	struct server *srv = s->srv;
 	pthread_mutex_lock(&srv->lock);
-	int paused = s->paused || s->transition, on = s->auto_resume;
+	/* A transition on a sandbox that is not paused is a snapshot's or a
+	 * fork's hold (snapshots.c) or a pause about to start: it still runs.
+	 * Only with autoResume is a pause about to start worth waiting out. */
+	int on = s->auto_resume, paused = s->paused || (s->transition && on);
 	long long secs = s->timeout_s > 0 ? s->timeout_s : 300;
 	pthread_mutex_unlock(&srv->lock);
 	if (!paused)

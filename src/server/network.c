@@ -101,10 +101,14 @@ char **sbx__srv_egress_strv(json_t *arr)
 
 void sbx__srv_egress_json(json_t *network, const struct srv_sandbox *s)
 {
+	/* under the lock update() swaps them with: read unlocked, the array
+	 * could be freed by a concurrent PUT between the load and the incref */
+	pthread_mutex_lock(&s->srv->lock);
 	if (s->allow_out)
 		json_object_set(network, "allowOut", s->allow_out);
 	if (s->deny_out)
 		json_object_set(network, "denyOut", s->deny_out);
+	pthread_mutex_unlock(&s->srv->lock);
 }
 
 /* Whether the lists open anything: an allow entry, or a deny list short of

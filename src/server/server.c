@@ -188,7 +188,7 @@ static void reap_dead(struct server *srv)
 
 /* autoPause (lifecycle onTimeout "pause"): the deadline pauses the
  * sandbox; 1 when it is paused now (else it is killed as usual). */
-static int timeout_pause(struct server *srv, struct srv_sandbox *s)
+static int timeout_pause(struct server *srv, struct srv_sandbox *s, int *busy)
 {
 	sbx_error *e = NULL;
 	int rc = sbx__srv_op_begin(s, &e);
@@ -196,9 +196,11 @@ static int timeout_pause(struct server *srv, struct srv_sandbox *s)
 		rc = sbx__srv_sandbox_pause(s, &e);
 		sbx__srv_op_end(s);
 	}
+	if (rc == -EBUSY) /* a snapshot's or fork's hold, or a resume: try again after it */
+		*busy = 1;
 	if (rc < 0 && rc != -EALREADY && rc != -EBUSY)
 		SBX_LOGW("serve: auto-pause %s: %s", s->id, e ? e->msg : "?");
-	else
+	else if (rc == 0)
 		SBX_LOGI("serve: sandbox %s paused at its timeout", s->id);
 	sbx_error_free(e);
 	(void)srv;
@@ -232,11 +234,16 @@ static void *timer_main(void *arg)
 			pthread_cond_timedwait(&srv->timer_cv, &srv->lock, &ts);
 		}
 		pthread_mutex_unlock(&srv->lock);
+		int busy = 0;
 		for (size_t i = 0; i < ne; i++) {
-			if (!expired[i]->auto_pause || !timeout_pause(srv, expired[i]))
+			if (!expired[i]->auto_pause || !timeout_pause(srv, expired[i], &busy))
 				sbx__srv_sandbox_kill(srv, expired[i], "timeout");
 			sbx__srv_sandbox_put(srv, expired[i]);
 		}
+		/* A held sandbox stays expired and unpaused until its hold ends
+		 * (seconds for a fork): rescanning at once would spin. */
+		if (busy)
+			nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000 * 1000 }, NULL);
 		if (sbx__now_mono() - last_reap > 5) {
 			reap_dead(srv);
 			last_reap = sbx__now_mono();

@@ -93,12 +93,21 @@ Test(egress, lists_reach_the_chain_and_change_while_running)
 		cr_assert(strstr(r.body, bad[i][1]), "%s: the error should name %s: %s", bad[i][0], bad[i][1], r.body);
 		free(r.body);
 	}
+	/* a name that does not resolve is the request's fault, not a missing
+	 * sandbox: a 404 would read as SandboxNotFoundError in the SDKs */
+	struct resp nx = api("PUT", p, "{\"allowOut\":[\"no-such-host.invalid\"]}", 60000);
+	cr_assert_neq(nx.status, 404, "an unresolvable allowOut entry: %ld %s", nx.status, nx.body);
+	cr_assert(nx.status == 400 || nx.status == 429, "%ld %s", nx.status, nx.body); /* 429: no resolver at all */
+	cr_assert(strstr(nx.body, "no-such-host.invalid"), "%s", nx.body);
+	free(nx.body);
 	lists(&s, a, d, sizeof(a));
 	cr_assert_str_eq(d, "[\"0.0.0.0/0\"]", "a refused update changed the lists");
 	cr_assert_eq(sbx__nft_has_sandbox(s.id), 1);
 	/* a create with a bad list makes nothing */
 	struct sbref x;
 	cr_assert_eq(create_sb(&x, "{\"templateID\":\"base\",\"network\":{\"denyOut\":[\"*.example.com\"]}}"), 400);
+	long cst = create_sb(&x, "{\"templateID\":\"base\",\"network\":{\"allowOut\":[\"no-such-host.invalid\"]}}");
+	cr_assert(cst == 400 || cst == 429, "a create with an unresolvable allowOut entry: %ld", cst);
 	/* unknown sandbox */
 	struct resp r = api("PUT", "/sandboxes/nope/network", "{}", 30000);
 	cr_assert_eq(r.status, 404);

@@ -21,7 +21,7 @@ struct init_cfg {
 	int n_layers;
 	const char *upper_dir;   /* host dir holding upper/ and work/, or NULL for tmpfs */
 	int volatile_upper;      /* upper_dir is a scratch layer: overlay `volatile` */
-	const char *root_mnt;    /* <rw_mnt>/root: where the overlay is mounted */
+	const char *root_mnt;    /* where the overlay is mounted: rw_mnt, or <rw_mnt>/root on a tmpfs */
 	const char *rw_mnt;      /* shared host dir; our private tmpfs goes on it */
 	uint64_t storage_mb;
 	uint64_t shm_mb;

@@ -115,21 +115,29 @@ static int idmap_layers(const struct init_cfg *cfg, const char **lower, int *fds
 	return 0;
 }
 
-/* A private tmpfs on the shared mount base (invisible outside our mount
- * namespace) holds the overlay mountpoint and, unless the host gave a disk
- * upper dir, the upper and work dirs too: its size is the storage cap. */
+/* Without a disk upper dir, a private tmpfs on the shared mount base
+ * (invisible outside our mount namespace) holds the overlay mountpoint and
+ * the upper and work dirs: its size is the storage cap. With one, the
+ * overlay goes on the mount base itself (our mounts are private by now):
+ * no tmpfs. Every superblock registers a memcg-aware shrinker, and each
+ * memory cgroup's shrinker map grows with the host's number of them
+ * (docs/performance.md, "Idle density"): one fewer per sandbox matters. */
 static int make_rw(struct init_cfg *cfg, char *upper, char *work, size_t n, char *msg, size_t msglen)
 {
-	char opts[64];
-	unsigned long long mb = cfg->upper_dir ? 1 : (cfg->storage_mb ? cfg->storage_mb : SBX_LOCAL_STORAGE_MB);
-	snprintf(opts, sizeof(opts), "mode=0755,size=%llum", mb);
-	if (mount("sbx-rw", cfg->rw_mnt, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-		FAIL("mount tmpfs for the writable layer on %s", cfg->rw_mnt);
-	static char root[4096];
-	snprintf(root, sizeof(root), "%s/root", cfg->rw_mnt);
-	cfg->root_mnt = root;
-	if (mkdir(root, 0755) < 0)
-		FAIL("create %s", root);
+	if (cfg->upper_dir) {
+		cfg->root_mnt = cfg->rw_mnt;
+	} else {
+		char opts[64];
+		unsigned long long mb = cfg->storage_mb ? cfg->storage_mb : SBX_LOCAL_STORAGE_MB;
+		snprintf(opts, sizeof(opts), "mode=0755,size=%llum", mb);
+		if (mount("sbx-rw", cfg->rw_mnt, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+			FAIL("mount tmpfs for the writable layer on %s", cfg->rw_mnt);
+		static char root[4096];
+		snprintf(root, sizeof(root), "%s/root", cfg->rw_mnt);
+		cfg->root_mnt = root;
+		if (mkdir(root, 0755) < 0)
+			FAIL("create %s", root);
+	}
 	const char *base = cfg->upper_dir ? cfg->upper_dir : cfg->rw_mnt;
 	snprintf(upper, n, "%s/upper", base);
 	snprintf(work, n, "%s/work", base);

@@ -111,7 +111,10 @@ static int plan_list(struct net_cidr **v, size_t *n, const char *const *list, co
 		struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res = NULL;
 		int g = getaddrinfo(s, NULL, &hints, &res);
 		if (g != 0)
-			return sbx_error_set(err, g == EAI_NONAME ? -ENOENT : -EAGAIN,
+			/* a name that does not exist is a bad entry (-EINVAL, as
+			 * sbx_sandbox_create and set_egress document), not a missing
+			 * image or sandbox (-ENOENT: sbx serve's 404) */
+			return sbx_error_set(err, g == EAI_NONAME ? -EINVAL : -EAGAIN,
 					     "sandbox spec: %s[%zu]: resolve '%s': %s", field, i, s, gai_strerror(g));
 		for (struct addrinfo *a = res; a; a = a->ai_next) {
 			const struct sockaddr_in *sin = (const struct sockaddr_in *)a->ai_addr;

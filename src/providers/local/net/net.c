@@ -25,7 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../../util/alloc.h"
@@ -182,6 +184,26 @@ out:
 	return r;
 }
 
+/* set_egress and detach lock the marker: a replace that ran after detach
+ * had looked for the chain would make one for a sandbox already gone, and
+ * nothing would ever remove it. */
+static int lock_marker(const char *base)
+{
+	_cleanup_free_ char *m = marker_path(base);
+	int fd = open(m, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	int r = flock(fd, LOCK_EX) < 0 || fstat(fd, &st) < 0 ? -errno : 0;
+	if (r == 0 && st.st_nlink == 0)
+		r = -ENOENT; /* detached while we waited */
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
 int sbx__net_set_egress(const char *base, const char *id, const sbx_sandbox_opts *o, sbx_error **err)
 {
 	if (!sbx__net_marked(base))
@@ -189,17 +211,26 @@ int sbx__net_set_egress(const char *base, const char *id, const sbx_sandbox_opts
 				     "sandbox %s has no network of its own to filter (network=internet is chosen at "
 				     "create)", id);
 	struct net_plan p = { 0 };
-	int r = sbx__net_plan_lists(&p, o, err);
-	if (r == 0)
-		r = sbx__nft_set_sandbox(id, &p, err);
+	int r = sbx__net_plan_lists(&p, o, err); /* resolving names takes time: outside the lock */
+	if (r == 0) {
+		int fd = lock_marker(base);
+		if (fd < 0)
+			r = sbx_error_set(err, -ESRCH, "sandbox %s: its network is gone (destroyed)", id);
+		else
+			r = sbx__nft_set_sandbox(id, &p, err);
+		if (fd >= 0)
+			close(fd);
+	}
 	sbx__net_plan_clear(&p);
 	return r;
 }
 
 int sbx__net_detach(const char *base, const char *id, sbx_error **err)
 {
-	if (!sbx__net_marked(base))
+	int fd = lock_marker(base);
+	if (fd == -ENOENT)
 		return 0;
+	_cleanup_close_ int lock = fd; /* held until the marker is gone */
 	int r = sbx__nft_del_sandbox(id, err);
 	if (r < 0)
 		return r;

@@ -249,6 +249,15 @@ void sbx__nft_sandbox_rules(struct nft_rules *l, const char *id, const struct ne
 {
 	char chain[32];
 	snprintf(chain, sizeof(chain), "sb_%s", id);
+	/* The operator's private-range block comes first: the lists are the
+	 * sandbox creator's (an API client of sbx serve), and no allow entry
+	 * may open what the host's operator closed. */
+	if (p->deny_private) {
+		cidr_rule(l, chain, ip4(10, 0, 0, 0), 8, NF_DROP);
+		cidr_rule(l, chain, ip4(172, 16, 0, 0), 12, NF_DROP);
+		cidr_rule(l, chain, ip4(192, 168, 0, 0), 16, NF_DROP);
+		cidr_rule(l, chain, ip4(100, 64, 0, 0), 10, NF_DROP);
+	}
 	for (size_t i = 0; i < p->n_allow; i++)
 		cidr_rule(l, chain, p->allow[i].addr, p->allow[i].plen, NF_ACCEPT);
 	for (size_t i = 0; i < p->n_deny; i++)
@@ -257,12 +266,6 @@ void sbx__nft_sandbox_rules(struct nft_rules *l, const char *id, const struct ne
 	if (p->allow_only) {
 		r = rule(l, chain);
 		verdict(r, NF_DROP, NULL);
-	}
-	if (p->deny_private) {
-		cidr_rule(l, chain, ip4(10, 0, 0, 0), 8, NF_DROP);
-		cidr_rule(l, chain, ip4(172, 16, 0, 0), 12, NF_DROP);
-		cidr_rule(l, chain, ip4(192, 168, 0, 0), 16, NF_DROP);
-		cidr_rule(l, chain, ip4(100, 64, 0, 0), 10, NF_DROP);
 	}
 	r = rule(l, chain);
 	verdict(r, NF_ACCEPT, NULL);

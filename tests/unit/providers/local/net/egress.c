@@ -107,3 +107,39 @@ Test(net_egress, pool)
 	sbx_error_free(err);
 	unsetenv("SBX_NET_POOL");
 }
+
+#include <libnftnl/rule.h>
+
+/* Index of the first rule of l whose text has both needles, or -1. */
+static long rule_with(const struct nft_rules *l, const char *a, const char *b)
+{
+	char buf[4096];
+	for (size_t i = 0; i < l->n; i++) {
+		nftnl_rule_snprintf(buf, sizeof(buf), l->v[i], NFTNL_OUTPUT_DEFAULT, 0);
+		if (strstr(buf, a) && strstr(buf, b))
+			return (long)i;
+	}
+	return -1;
+}
+
+/* SBX_NET_DENY_PRIVATE=1 is the operator's: an egress list (which an API
+ * client of sbx serve chooses) must not open a private range past it. */
+Test(net_egress, deny_private_comes_before_the_lists)
+{
+	struct net_cidr allow[] = { { ip("10.1.2.3"), 32 }, { ip("192.168.0.0"), 16 } };
+	struct net_plan p = { 0 };
+	p.allow = allow;
+	p.n_allow = 2;
+	p.deny_private = 1;
+	struct nft_rules l = { 0 };
+	sbx__nft_sandbox_rules(&l, "x", &p);
+	long drop10 = rule_with(&l, "0x0000000a", "drop"), drop192 = rule_with(&l, "0x0000a8c0", "drop");
+	long acc10 = rule_with(&l, "0x0302010a", "accept"), acc192 = rule_with(&l, "0x0000a8c0", "accept");
+	cr_assert(drop10 >= 0 && drop192 >= 0 && acc10 >= 0 && acc192 >= 0, "%ld %ld %ld %ld", drop10, drop192, acc10,
+		  acc192);
+	cr_assert_lt(drop10, acc10, "allow_out 10.1.2.3 is accepted before 10/8 is dropped");
+	cr_assert_lt(drop192, acc192, "allow_out 192.168/16 is accepted before it is dropped");
+	p.allow = NULL; /* not ours to free */
+	p.n_allow = 0;
+	sbx__nft_rules_free(&l);
+}
