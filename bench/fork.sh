@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 # Group fork on `local` (bench/fork.c): fork(N) of a sandbox with SIZE MiB
 # written vs 2 cold creates, interleaved in one run with the ratio, then
-# fork(1) against the upper dir's size (0, 100, 400 MiB).
+# fork(N) and a snapshot against what the parent wrote (0, 100, 400 MiB; 1000
+# and --files small files).
 set -uo pipefail
-[ $# -ge 1 ] || { echo "usage: bench/fork.sh BUILD_DIR [--rounds R] [--n N] [--mb SIZE]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: bench/fork.sh BUILD_DIR [--rounds R] [--n N] [--mb SIZE] [--files F] [--debug]" >&2; exit 2; }
 B=$(cd "$1" && pwd) || exit 2
 shift
 [ "$(id -u)" -eq 0 ] || { echo "bench: run as root (namespaces, cgroups)" >&2; exit 1; }

@@ -119,8 +119,10 @@ const char *sbx_sandbox_provider(const sbx_sandbox *sb);
  * not copied; each child boots its own init). The parent is paused for the copy and
  * keeps running. Children are independent of the parent and of each other: writes in
  * one are invisible to the others, and destroying the parent leaves them working.
- * Local provider: a copy-on-write btrfs snapshot of the writable layer per child,
- * cost independent of what the parent wrote.
+ * Local provider: the writable layer is frozen once into a read-only layer all
+ * children share (a reflink copy, or past 256 files one btrfs snapshot), each child
+ * writing to a fresh layer of its own; cost independent of how many bytes the parent
+ * wrote; the shared layer goes with the last child.
  * @param children filled with n handles on success, each owned by the caller
  *        (sbx_sandbox_destroy() then sbx_sandbox_free()); untouched on failure, when
  *        no child is left behind.

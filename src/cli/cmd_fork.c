@@ -16,10 +16,12 @@ static const char fork_help[] =
 	"now, and print their ids, one a line (--json: {\"parent\":ID,\"children\":[...]}).\n"
 	"A file-system fork: processes are not copied; each child starts like a new\n"
 	"sandbox with the parent's image, spec and limits, and its own id. The parent\n"
-	"is paused while its writable layer is snapshotted, then keeps running. Writes\n"
-	"in a child are invisible to the parent and to the other children. Local\n"
-	"backend: needs the disk writable layer (btrfs); cost is independent of how\n"
-	"much the parent wrote. Remove the children with 'sbx rm'.\n";
+	"is paused while its writable layer is frozen into a read-only layer all the\n"
+	"children share, then keeps running. Writes in a child are invisible to the\n"
+	"parent and to the other children. Local backend: needs the disk writable\n"
+	"layer (btrfs); cost is independent of how many bytes the parent wrote (a\n"
+	"reflink copy up to 256 files, else one btrfs snapshot). Remove the children\n"
+	"with 'sbx rm'; the shared layer goes with the last of them.\n";
 
 int cmd_fork(int argc, char **argv)
 {

@@ -103,6 +103,7 @@ static void local_close(void *h)
 	if (sb->mntns >= 0)
 		close(sb->mntns); /* the sandbox lives on: init holds its own reference */
 	pthread_mutex_destroy(&sb->lock);
+	sbx__strv_free(sb->frozen);
 	free(sb->scratch);
 	free(sb->dir);
 	free(sb);
@@ -174,6 +175,11 @@ static int teardown(struct local_sb *sb, sbx_error **err)
 	int r = sbx__net_detach(sb->dir, sb->id, err);
 	if (r == 0 && (r = sbx__scratch_remove(&sb->ctx->scratch, sb->id)) < 0)
 		sbx_error_setsys(err, r, -r, "remove the writable layer of sandbox %s", sb->id);
+	if (r >= 0) {
+		sbx__frozen_unref_all(sb->ctx, sb->frozen, sb->id);
+		sbx__strv_free(sb->frozen);
+		sb->frozen = NULL;
+	}
 	if (r >= 0)
 		r = sbx__cg_remove(sbx__local_cg(sb->ctx), sb->id, err);
 	if (r < 0)
@@ -205,16 +211,31 @@ static int write_state(struct local_sb *sb, const sbx_sandbox_opts *o, sbx_error
 		.spec = *o,
 		.env = (char **)o->env,
 		.layer_base = sb->layer_base,
+		.frozen = sb->frozen,
 	};
 	st.expires = o->ttl_s ? st.created + o->ttl_s : 0;
 	_cleanup_free_ char *path = path_of(sb, "json");
 	return sbx__state_write(path, &st, err);
 }
 
+/* Takes a reference on each frozen layer below sb's own: its writable
+ * layer exists by now, so a sweep sees the holder alive. */
+static int hold_frozen(struct local_sb *sb, char *const *frozen, sbx_error **err)
+{
+	for (size_t i = 0; frozen && frozen[i]; i++) {
+		int r = sbx__frozen_ref(sb->ctx, frozen[i], sb->id, err);
+		if (r < 0)
+			return r;
+		sbx__strv_push(&sb->frozen, frozen[i]);
+	}
+	return 0;
+}
+
 /* preset: the id whose writable layer a fork already made (storing ids of
- * layer_base), else NULL for a fresh id and layer. */
+ * layer_base), else NULL for a fresh id and layer. frozen: frozen layers
+ * (frozen.c) between the image and the writable layer. */
 static int create_impl(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
-		       const char *preset, uint32_t layer_base, sbx_error **err)
+		       const char *preset, uint32_t layer_base, char *const *frozen, sbx_error **err)
 {
 	if (geteuid() != 0)
 		return sbx_error_set(err, -EPERM,
@@ -269,6 +290,8 @@ static int create_impl(void **sb_out, char **id_out, struct local_ctx *c, const 
 					   &sb->scratch, err)) < 0)
 			goto out;
 	}
+	if ((r = hold_frozen(sb, frozen, err)) < 0)
+		goto out;
 	int sent = sbx__local_send_setup(sb, sync[0], listener, &ns.id, img, o, MSG_DONTWAIT, err);
 	if (sent < 0 && sent != -EAGAIN) {
 		r = sent;
@@ -330,13 +353,19 @@ static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandb
 {
 	if (sbx__local_is_snapshot_image(o->image))
 		return sbx__local_create_snapshot(sb_out, id_out, ctx, o, err);
-	return create_impl(sb_out, id_out, ctx, o, NULL, 0, err);
+	return create_impl(sb_out, id_out, ctx, o, NULL, 0, NULL, err);
 }
 
 int sbx__local_create_from(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
-			   const char *id, uint32_t layer_base, sbx_error **err)
+			   const char *id, uint32_t layer_base, char *const *frozen, sbx_error **err)
 {
-	return create_impl(sb_out, id_out, c, o, id, layer_base, err);
+	return create_impl(sb_out, id_out, c, o, id, layer_base, frozen, err);
+}
+
+int sbx__local_create_frozen(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
+			     char *const *frozen, sbx_error **err)
+{
+	return create_impl(sb_out, id_out, c, o, NULL, 0, frozen, err);
 }
 
 static int valid_id(const char *id)
@@ -359,6 +388,7 @@ static int local_open(void **sb_out, void *ctx, const char *id, sbx_error **err)
 	}
 	sb->pid = st.pid;
 	sb->start = st.start;
+	sb->frozen = steal_ptr(&st.frozen);
 	sbx__state_clear(&st);
 	if (!sbx__proc_alive(sb->pid, sb->start)) {
 		local_close(sb);
@@ -524,6 +554,7 @@ static int local_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_erro
 		i->leaked = 1;
 	}
 	sbx__strv_free(orphans);
+	sbx__frozen_list(c, &v, &n);
 	*out = v;
 	*n_out = n;
 	return 0;
@@ -545,6 +576,8 @@ static int remove_tmp_files(struct local_ctx *c, const char *id)
 static int local_destroy_id(void *ctx, const char *id, sbx_error **err)
 {
 	struct local_ctx *c = ctx;
+	if (!strncmp(id, FROZEN_ID_PREFIX, strlen(FROZEN_ID_PREFIX)))
+		return sbx__frozen_destroy(c, id + strlen(FROZEN_ID_PREFIX), err);
 	if (!valid_id(id))
 		return sbx_error_set(err, -ENOENT, "no sandbox '%s'", id);
 	struct local_sb *sb = sb_new(c, id);
@@ -552,6 +585,7 @@ static int local_destroy_id(void *ctx, const char *id, sbx_error **err)
 	_cleanup_free_ char *path = path_of(sb, "json");
 	int have = sbx__state_read(&st, path, NULL) == 0;
 	if (have) {
+		sb->frozen = steal_ptr(&st.frozen);
 		if (sbx__proc_alive(st.pid, st.start)) {
 			sb->pid = st.pid;
 			sb->start = st.start;

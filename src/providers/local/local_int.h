@@ -11,6 +11,8 @@
 #include <sbx/sys/provider.h>
 
 #define LOCAL_ID_LEN 12
+/* How `sbx ls`/`gc` name an orphaned frozen layer (frozen.c). */
+#define FROZEN_ID_PREFIX "frz-"
 
 enum cg_mode { CG_NONE = 0, CG_V1 = 1, CG_V2 = 2 };
 enum cg_ctrl { CG_MEMORY, CG_PIDS, CG_CPU, CG_N };
@@ -144,6 +146,7 @@ struct local_sb {
 	char *scratch;      /* its writable layer's subvolume (creator only), or NULL */
 	uint32_t layer_base; /* host id of root inside as the writable layer stores it:
 				id_base, or a fork's ancestor's (then an idmapped upper) */
+	char **frozen;      /* frozen layers below its own (frozen.c), bottom first; NULL = none */
 };
 /* local.c: host id of the sandbox's root (0 for userns=host): files the host
  * creates inside belong to base + the id inside. */
@@ -187,7 +190,38 @@ int sbx__local_limits(sbx_limits *out, void *ctx, const sbx_sandbox_opts *o, sbx
 /* local.c: create with the writable layer already made as subvolume id
  * (a fork child) storing ids of layer_base. */
 int sbx__local_create_from(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
-			   const char *id, uint32_t layer_base, sbx_error **err);
+			   const char *id, uint32_t layer_base, char *const *frozen, sbx_error **err);
+/* frozen.c: a fork's frozen layer, shared read-only by its children. A
+ * sandbox lists its frozen layers as entries "NAME" (image ids) or
+ * "NAME:BASE" (a snapshot storing the ids of range BASE). */
+int sbx__frozen_valid(const char *entry);
+uint32_t sbx__frozen_base(const char *entry);
+char *sbx__frozen_path(struct local_ctx *c, const char *entry);
+/* Copies sandbox src_id's upper dir (ids stored from base) into a new
+ * frozen layer, held by guard; -E2BIG past max_entries files (<= 0: no
+ * limit). */
+int sbx__frozen_make(char name[LOCAL_ID_LEN + 1], struct local_ctx *c, const char *src_id, uint32_t base,
+		     long max_entries, const char *guard, sbx_error **err);
+/* The same as a read-only snapshot of src_id's subvolume (one commit). */
+int sbx__frozen_snapshot(char name[LOCAL_ID_LEN + 1], struct local_ctx *c, const char *src_id, const char *guard,
+			 sbx_error **err);
+/* At most this many frozen layers of one sandbox keep a shifted id base
+ * (each takes one more fd in M_SETUP). */
+#define FROZEN_MAX_SHIFTED 2
+int sbx__frozen_ref(struct local_ctx *c, const char *entry, const char *holder, sbx_error **err);
+/* Drops holder's reference; the last one removes the layer. */
+void sbx__frozen_unref(struct local_ctx *c, const char *name, const char *holder);
+void sbx__frozen_unref_all(struct local_ctx *c, char *const *names, const char *holder);
+/* Names of layers no live sandbox or snapshot holds; the one named remove
+ * (if among them) is removed. */
+char **sbx__frozen_sweep(struct local_ctx *c, const char *remove);
+/* GC: the orphans as dead sandboxes "frz-NAME" appended to v; removal of one. */
+void sbx__frozen_list(struct local_ctx *c, sbx_sandbox_info **v, size_t *n);
+int sbx__frozen_destroy(struct local_ctx *c, const char *name, sbx_error **err);
+/* local.c: create with frozen layers (names, bottom first) below a fresh upper. */
+int sbx__local_create_frozen(void **sb_out, char **id_out, struct local_ctx *c, const sbx_sandbox_opts *o,
+			     char *const *frozen, sbx_error **err);
+
 /* snapshot.c: named snapshots and creates from them ("snapshot:NAME"). */
 int sbx__local_snapshot(char **name_out, void *sb, const char *name, sbx_error **err);
 int sbx__local_snapshot_remove(void *ctx, const char *name, sbx_error **err);
@@ -310,6 +344,7 @@ struct local_state {
 	sbx_sandbox_opts spec;  /* image, env, labels unset; workdir/user/hostname owned */
 	char **env;
 	uint32_t layer_base;
+	char **frozen;      /* frozen layers below the writable one, bottom first */
 };
 int sbx__state_write(const char *path, const struct local_state *st, sbx_error **err);
 int sbx__state_read(struct local_state *st, const char *path, sbx_error **err);

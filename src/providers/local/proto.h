@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define SBX_MSG_MAX (1u << 20)  /* argv + env of one exec must fit in 1 MiB */
-#define SBX_MSG_MAX_FDS 6
+#define SBX_MSG_MAX_FDS 8
 /* Writable layer of a spec without storage_mb, unless its scratch file
  * system is small (sbx__local_storage_mb); init's size when T_STORAGE_MB is 0. */
 #define SBX_LOCAL_STORAGE_MB 10240u
@@ -57,6 +57,9 @@ enum sbx_msg_tag {
 	                 mount the overlay `volatile` (no syncs into it) */
 	T_TTY,        /* M_EXEC: run on a terminal made inside; u64 rows << 16 | cols */
 	T_SUDO,       /* M_SETUP: the sandbox's sudo policy (1 = nopasswd for every user) */
+	T_LAYER_IDMAP, /* M_SETUP: u64 index of a layer (a fork's frozen snapshot)
+	                  idmapped by its own shift namespace, not the sandbox's:
+	                  the fds carry them in this order, after the upper's */
 };
 
 struct sbx_msg {

@@ -72,6 +72,14 @@ static void build_setup(struct sbx_msg *m, char *buf, size_t cap, struct local_s
 	sbx__msg_add_str(m, T_ID, sb->id);
 	for (size_t i = 0; i < img->n_layers; i++)
 		sbx__msg_add_str(m, T_LAYER, img->layer_paths[i]);
+	/* Frozen layers (frozen.c) go on top, mounted as image layers are;
+	 * a snapshot one keeps its parent's ids and gets a shift of its own. */
+	for (size_t i = 0; sb->frozen && sb->frozen[i]; i++) {
+		_cleanup_free_ char *p = sbx__frozen_path(sb->ctx, sb->frozen[i]);
+		sbx__msg_add_str(m, T_LAYER, p);
+		if (idm->userns >= 0 && sbx__frozen_base(sb->frozen[i]))
+			sbx__msg_add_u64(m, T_LAYER_IDMAP, img->n_layers + i);
+	}
 	_cleanup_free_ char *rw = xasprintf("%s/.mnt", sb->ctx->dir);
 	sbx__msg_add_str(m, T_RW_MNT, rw);
 	if (o->upper_dir || sb->scratch)
@@ -145,9 +153,13 @@ int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const str
 		build_setup(&m, buf, cap, sb, prog, prog_len, img, idm, run >= 0, sudo, o);
 	}
 	/* fds: the listener, then (userns) the namespace and the id slot's
-	 * lock (and the upper dir's idmap), then the exec cgroup dir if any. */
+	 * lock (and the upper dir's idmap, then the frozen snapshot layers'),
+	 * then the exec cgroup dir if any. */
 	int fds[SBX_MSG_MAX_FDS] = { listener }, n = 1;
 	_cleanup_close_ int upper_ns = -1;
+	_cleanup_close_ int layer_ns0 = -1;
+	_cleanup_close_ int layer_ns1 = -1;
+	int *layer_ns[FROZEN_MAX_SHIFTED] = { &layer_ns0, &layer_ns1 }, n_layer_ns = 0;
 	if (idm->userns >= 0) {
 		fds[n++] = idm->userns;
 		fds[n++] = idm->lock;
@@ -157,6 +169,17 @@ int sbx__local_send_setup(struct local_sb *sb, int sync, int listener, const str
 			if (upper_ns < 0)
 				return upper_ns;
 			fds[n++] = upper_ns;
+		}
+		for (size_t i = 0; sb->frozen && sb->frozen[i]; i++) {
+			uint32_t from = sbx__frozen_base(sb->frozen[i]);
+			if (!from)
+				continue;
+			if (n_layer_ns == FROZEN_MAX_SHIFTED)
+				return sbx_error_set(err, -E2BIG, "sandbox %s: more than %d frozen snapshot layers", sb->id,
+						     FROZEN_MAX_SHIFTED);
+			if ((*layer_ns[n_layer_ns] = sbx__idmap_shift_ns(from, idm->base, err)) < 0)
+				return *layer_ns[n_layer_ns];
+			fds[n++] = *layer_ns[n_layer_ns++];
 		}
 	}
 	int cg = sbx__cg_exec_dirfd(sbx__local_cg(sb->ctx), sb->id);

@@ -5,7 +5,9 @@
  * layers away from it) with a record <state>/local/snapshots/NAME.json (the
  * image, spec and on-disk id base, as a sandbox's state file has them). A
  * create whose image is "snapshot:NAME" starts from a writable snapshot of
- * it, exactly like a fork child. Snapshots live until removed.
+ * it, exactly like a fork child. Snapshots live until removed. A snapshot of
+ * a fork child records the frozen layers below its writable one and holds
+ * them (as "snapshot:NAME", frozen.c) until it is removed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -88,8 +90,18 @@ int sbx__local_snapshot(char **name_out, void *h, const char *name, sbx_error **
 		st.start = 0;
 		st.created = sbx__now_real();
 		st.expires = 0;
-		if ((r = sbx__state_write(rec, &st, err)) < 0)
+		_cleanup_free_ char *holder = xasprintf("snapshot:%s", name);
+		size_t held = 0;
+		for (; r == 0 && st.frozen && st.frozen[held]; held++)
+			if ((r = sbx__frozen_ref(c, st.frozen[held], holder, err)) < 0)
+				break;
+		if (r == 0 && (r = sbx__state_write(rec, &st, err)) < 0)
+			held = st.frozen ? sbx__strv_len((const char *const *)st.frozen) : 0;
+		if (r < 0) {
+			for (size_t i = 0; i < held; i++)
+				sbx__frozen_unref(c, st.frozen[i], holder);
 			sbx__scratch_remove(&c->scratch, sub);
+		}
 	}
 	if (r == 0)
 		*name_out = xstrdup(name);
@@ -104,15 +116,24 @@ int sbx__local_snapshot_remove(void *ctx, const char *name, sbx_error **err)
 		return sbx_error_set(err, -ENOENT, "no snapshot '%s'", name);
 	_cleanup_free_ char *rec = record_path(c, name);
 	_cleanup_free_ char *sub = subvol_name(name);
-	struct stat st;
-	int had = stat(rec, &st) == 0;
+	struct local_state st;
+	int had = sbx__state_read(&st, rec, NULL) == 0;
 	int r = sbx__scratch_remove(&c->scratch, sub);
+	if (had && r >= 0) {
+		_cleanup_free_ char *holder = xasprintf("snapshot:%s", name);
+		if (unlink(rec) < 0 && errno != ENOENT)
+			r = -errno;
+		else
+			sbx__frozen_unref_all(c, st.frozen, holder);
+	}
+	if (had)
+		sbx__state_clear(&st);
+	else if (r >= 0 && unlink(rec) == 0) /* a record cut short */
+		had = 1;
 	if (r < 0)
 		return sbx_error_setsys(err, r, -r, "remove snapshot %s", name);
 	if (!had && r == 0)
 		return sbx_error_set(err, -ENOENT, "no snapshot '%s'", name);
-	if (unlink(rec) < 0 && errno != ENOENT)
-		return sbx_error_setsys(err, -errno, errno, "remove %s", rec);
 	return 0;
 }
 
@@ -142,7 +163,7 @@ int sbx__local_create_snapshot(void **sb_out, char **id_out, struct local_ctx *c
 	int r = sbx__scratch_mode(&c->scratch, SBX_SCRATCH_DISK, err);
 	if (r >= 0)
 		r = sbx__scratch_snapshot(&c->scratch, sub, id, (uint64_t)sbx__local_storage_mb(c, &spec) << 20, err);
-	if (r >= 0 && (r = sbx__local_create_from(sb_out, id_out, c, &spec, id, st.layer_base, err)) < 0)
+	if (r >= 0 && (r = sbx__local_create_from(sb_out, id_out, c, &spec, id, st.layer_base, st.frozen, err)) < 0)
 		sbx__scratch_remove(&c->scratch, id);
 	sbx__state_clear(&st);
 	return r < 0 ? r : 0;

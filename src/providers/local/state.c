@@ -35,6 +35,12 @@ static json_t *spec_json(const struct local_state *st)
 		json_object_set_new(j, "user", json_string(o->user));
 	if (j && o->hostname)
 		json_object_set_new(j, "hostname", json_string(o->hostname));
+	if (j && st->frozen) {
+		json_t *fz = json_array();
+		for (size_t i = 0; st->frozen[i]; i++)
+			json_array_append_new(fz, json_string(st->frozen[i]));
+		json_object_set_new(j, "frozen", fz);
+	}
 	return j ? j : json_object();
 }
 
@@ -66,6 +72,9 @@ static void spec_read(struct local_state *st, json_t *j)
 	json_array_foreach(json_object_get(j, "env"), i, v)
 		if (json_is_string(v))
 			sbx__strv_push(&st->env, json_string_value(v));
+	json_array_foreach(json_object_get(j, "frozen"), i, v)
+		if (json_is_string(v) && sbx__frozen_valid(json_string_value(v)))
+			sbx__strv_push(&st->frozen, json_string_value(v));
 	st->has_spec = 1;
 }
 
@@ -143,5 +152,6 @@ void sbx__state_clear(struct local_state *st)
 		free((char *)st->spec.hostname);
 	}
 	sbx__strv_free(st->env);
+	sbx__strv_free(st->frozen);
 	memset(st, 0, sizeof(*st));
 }

@@ -40,6 +40,9 @@ struct init_cfg {
 	int userns_fd;           /* user namespace to join after setup, or -1 (userns=host) */
 	int slot_fd;             /* flock'ed id slot, kept for life (frees the slot at death) */
 	int upper_ns_fd;         /* namespace idmapping the host upper dir, or -1 (-2: announced) */
+	int n_layer_ns;          /* layers idmapped by a namespace of their own (T_LAYER_IDMAP) */
+	int layer_ns_index[2];   /* which layers (index into layers[]) */
+	int layer_ns_fd[2];      /* and their namespaces */
 	uint32_t id_base;        /* host id of root inside (with userns_fd) */
 	int net_raw;             /* keep CAP_NET_RAW */
 	uint64_t nofile;         /* RLIMIT_NOFILE for commands, 0 = inherited */

@@ -172,6 +172,11 @@ static int parse_setup(struct init_cfg *cfg, const char *buf, size_t len)
 		case T_NOFILE: cfg->nofile = sbx__msg_u64(d, n); break;
 		case T_VOLATILE: cfg->volatile_upper = sbx__msg_u64(d, n) == 1; break;
 		case T_UPPER_IDMAP: cfg->upper_ns_fd = -2; break;
+		case T_LAYER_IDMAP:
+			if (cfg->n_layer_ns == 2)
+				return -E2BIG;
+			cfg->layer_ns_index[cfg->n_layer_ns++] = (int)sbx__msg_u64(d, n);
+			break;
 		case T_CPU_RUN: cfg->cpu_run_fd = -2; break;
 		case T_SUDO: cfg->sudo = sbx__msg_u64(d, n) == 1; break;
 		case T_ENV:
@@ -316,6 +321,11 @@ int main(void)
 			if (nfds < 4)
 				fail("setup announces an upper-dir idmap but carries none", EPROTO);
 			cfg.upper_ns_fd = fds[next++];
+		}
+		for (int i = 0; i < cfg.n_layer_ns; i++) {
+			if (nfds <= next)
+				fail("setup announces a layer idmap but carries none", EPROTO);
+			cfg.layer_ns_fd[i] = fds[next++];
 		}
 	}
 	/* fds: ... [exec cgroup dir] [cpu run group's procs] */

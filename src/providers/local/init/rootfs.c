@@ -98,9 +98,14 @@ static int idmap_layers(const struct init_cfg *cfg, const char **lower, int *fds
 		fds[i] = (int)syscall(SYS_open_tree, AT_FDCWD, cfg->layers[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 		if (fds[i] < 0)
 			FAIL("open layer %s", cfg->layers[i]);
+		/* A fork's frozen snapshot stores its parent's ids: a shift of its own. */
+		int ns = cfg->userns_fd;
+		for (int k = 0; k < cfg->n_layer_ns; k++)
+			if (cfg->layer_ns_index[k] == i)
+				ns = cfg->layer_ns_fd[k];
 		struct mount_attr at = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
 						     MOUNT_ATTR_NODEV,
-					 .userns_fd = (uint64_t)cfg->userns_fd };
+					 .userns_fd = (uint64_t)ns };
 		if (syscall(SYS_mount_setattr, fds[i], "", AT_EMPTY_PATH, &at, sizeof(at)) < 0)
 			FAIL("idmap layer %s (the image store's file system must support idmapped mounts, "
 			     "or use userns=host)", cfg->layers[i]);
@@ -292,6 +297,9 @@ int init_rootfs(struct init_cfg *cfg, char *msg, size_t msglen)
 		for (int i = 0; i < cfg->n_layers; i++)
 			if (lfd[i] >= 0)
 				close(lfd[i]);
+		for (int k = 0; k < cfg->n_layer_ns; k++)
+			close(cfg->layer_ns_fd[k]);
+		cfg->n_layer_ns = 0;
 		if (r < 0) {
 			errno = -r;
 			FAIL("mount overlay (%d layers) on %s", cfg->n_layers, cfg->root_mnt);

@@ -41,6 +41,30 @@ Test(local_state, round_trip)
 	unlink(path);
 }
 
+/* A fork child's frozen layers (frozen.c) round-trip in order; entries
+ * that are not "NAME" or "NAME:BASE" are dropped, never mounted. */
+Test(local_state, frozen_layers_round_trip)
+{
+	char path[] = "/tmp/sbx-state-XXXXXX";
+	int fd = mkstemp(path);
+	close(fd);
+	char *frozen[] = { "0123456789ab", "ba9876543210:100000", "../../etc", "0123456789ab:", "0123456789ab:x",
+			   NULL };
+	struct local_state st = { .id = "0123456789ab", .image = "busybox", .has_spec = 1,
+				  .spec = SBX_SANDBOX_OPTS_INIT, .frozen = frozen };
+	cr_assert_eq(sbx__state_write(path, &st, NULL), 0);
+	struct local_state back;
+	cr_assert_eq(sbx__state_read(&back, path, NULL), 0);
+	cr_assert_not_null(back.frozen);
+	cr_assert_str_eq(back.frozen[0], "0123456789ab");
+	cr_assert_str_eq(back.frozen[1], "ba9876543210:100000");
+	cr_assert_null(back.frozen[2], "a bad entry was kept: %s", back.frozen[2]);
+	cr_assert_eq(sbx__frozen_base(back.frozen[0]), 0);
+	cr_assert_eq(sbx__frozen_base(back.frozen[1]), 100000);
+	sbx__state_clear(&back);
+	unlink(path);
+}
+
 Test(local_proc, start_time_identifies_a_process)
 {
 	uint64_t me = sbx__proc_starttime(getpid());
