@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Resource limits: pids, memory and storage stop inside the sandbox. */
+#include <errno.h>
 #include <glob.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -70,6 +72,8 @@ Test(limits, memory_hog_is_killed_inside_only)
 	sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
 	so.memory_mb = 64;
 	sbx_sandbox *sb = sbx_test_sandbox(rt, &so);
+	/* The upload runs nothing inside: the hog is the first command, the
+	 * one that makes the (lazy) memory group, and the limit holds for it. */
 	upload_probe(sb);
 	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
 	const char *argv[] = { "/probe", "hog", "512", NULL };
@@ -190,4 +194,139 @@ Test(limits, stats_follow_what_runs_inside)
 	cr_expect_eq(sbx_sandbox_stats(&b, sb, &err), 0, "%s", err ? err->msg : "");
 	cr_assert_eq(sbx_sandbox_resume(sb, &err), 0, "%s", err ? err->msg : "");
 	destroy(sb);
+}
+
+/* v1 memory group of the sandbox ("" if the host has no v1 memory
+ * hierarchy: the lazy memcg is v1 only), in buf; 1 if it exists. */
+static int memcg_dir(sbx_sandbox *sb, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "/sys/fs/cgroup/memory/sbx-*/%s", sbx_sandbox_id(sb));
+	glob_t g;
+	int found = glob(buf, 0, NULL, &g) == 0;
+	if (found)
+		snprintf(buf, cap, "%s", g.gl_pathv[0]);
+	globfree(&g);
+	return found;
+}
+
+static long read_long(const char *dir, const char *file)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", dir, file);
+	FILE *f = fopen(p, "r");
+	long v = -1;
+	if (f && fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static void require_v1_memory(void)
+{
+	if (access("/sys/fs/cgroup/memory/memory.limit_in_bytes", F_OK) != 0)
+		cr_skip_test("no cgroup v1 memory hierarchy: the memory group is made at create");
+}
+
+/* An idle sandbox has no memory group (each costs shrinker info that grows
+ * with the host's superblocks); the first exec, from another handle opened
+ * by id, makes it with the limit and moves init in. */
+Test(limits, memcg_is_made_at_first_exec)
+{
+	require_v1_memory();
+	sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
+	so.memory_mb = 96;
+	sbx_sandbox *sb = sbx_test_sandbox(rt, &so);
+	char dir[512];
+	cr_assert_not(memcg_dir(sb, dir, sizeof(dir)), "idle sandbox has a memory group %s", dir);
+	/* stats work without one */
+	sbx_stats st;
+	cr_assert_eq(sbx_sandbox_stats(&st, sb, NULL), 0);
+	sbx_sandbox *again = NULL;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_sandbox_open(&again, rt, NULL, sbx_sandbox_id(sb), &err), 0, "%s", err ? err->msg : "");
+	int code;
+	char *out = sbx_test_sh(again, "echo first", &code);
+	cr_assert_str_eq(out, "first\n");
+	free(out);
+	cr_assert(memcg_dir(sb, dir, sizeof(dir)), "no memory group after the first exec");
+	cr_expect_eq(read_long(dir, "memory.limit_in_bytes"), 96L << 20);
+	/* init (the only process left) is in it */
+	cr_expect_gt(read_long(dir, "cgroup.procs"), 1);
+	out = sbx_test_sh(sb, "echo second", &code);
+	cr_assert_str_eq(out, "second\n");
+	free(out);
+	sbx_sandbox_free(again);
+	char gone[512];
+	snprintf(gone, sizeof(gone), "%s", dir);
+	destroy(sb);
+	cr_expect_neq(access(gone, F_OK), 0, "memory group left after destroy");
+}
+
+struct first_exec {
+	sbx_sandbox *sb;
+	int rc, code;
+};
+
+static void *first_exec_thread(void *arg)
+{
+	struct first_exec *fe = arg;
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.shell = "true";
+	sbx_exec_result r;
+	fe->rc = sbx_sandbox_exec(&r, fe->sb, &o, NULL);
+	if (fe->rc == 0) {
+		fe->code = r.exit_code;
+		sbx_exec_result_free(&r);
+	}
+	return NULL;
+}
+
+/* Two handles racing for the first exec: both run inside the limit. */
+Test(limits, concurrent_first_execs_share_the_memcg)
+{
+	require_v1_memory();
+	sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
+	so.memory_mb = 80;
+	sbx_sandbox *sb = sbx_test_sandbox(rt, &so);
+	sbx_sandbox *again = NULL;
+	cr_assert_eq(sbx_sandbox_open(&again, rt, NULL, sbx_sandbox_id(sb), NULL), 0);
+	struct first_exec a = { .sb = sb }, b = { .sb = again };
+	pthread_t ta, tb;
+	pthread_create(&ta, NULL, first_exec_thread, &a);
+	pthread_create(&tb, NULL, first_exec_thread, &b);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	cr_expect(a.rc == 0 && a.code == 0 && b.rc == 0 && b.code == 0, "%d/%d %d/%d", a.rc, a.code, b.rc,
+		  b.code);
+	char dir[512];
+	cr_assert(memcg_dir(sb, dir, sizeof(dir)));
+	cr_expect_eq(read_long(dir, "memory.limit_in_bytes"), 80L << 20);
+	sbx_sandbox_free(again);
+	destroy(sb);
+}
+
+/* A sandbox destroyed before running anything leaves no group behind, even
+ * when a stale handle then tries its first exec. */
+Test(limits, destroy_idle_leaves_no_cgroups)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	char id[64], pat[256];
+	snprintf(id, sizeof(id), "%s", sbx_sandbox_id(sb));
+	sbx_sandbox *again = NULL;
+	cr_assert_eq(sbx_sandbox_open(&again, rt, NULL, id, NULL), 0);
+	destroy(again);
+	sbx_exec_opts eo = SBX_EXEC_OPTS_INIT;
+	eo.shell = "true";
+	sbx_exec_result r;
+	sbx_error *err = NULL;
+	cr_expect_eq(sbx_sandbox_exec(&r, sb, &eo, &err), -ESRCH);
+	sbx_error_free(err);
+	sbx_sandbox_free(sb);
+	snprintf(pat, sizeof(pat), "/sys/fs/cgroup/*/sbx-*/%s", id);
+	glob_t g;
+	int found = glob(pat, 0, NULL, &g) == 0;
+	cr_expect_not(found, "left: %s", found ? g.gl_pathv[0] : "");
+	if (found)
+		globfree(&g);
 }

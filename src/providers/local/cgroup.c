@@ -260,7 +260,8 @@ static int set_limits(const struct cg_layout *cg, const char *id, const sbx_sand
 {
 	char v[64];
 	int r = 0;
-	_cleanup_free_ char *mem = group_dir(cg, CG_MEMORY, id);
+	/* v1: the memory group is made at the first exec (sbx__cg_memory_join). */
+	_cleanup_free_ char *mem = cg->mode == CG_V1 ? NULL : group_dir(cg, CG_MEMORY, id);
 	_cleanup_free_ char *pids = cg->mode == CG_V2 ? xstrdup(mem) : group_dir(cg, CG_PIDS, id);
 	_cleanup_free_ char *cpu = cg->mode == CG_V2 ? xstrdup(mem) : group_dir(cg, CG_CPU, id);
 	/* v1 groups exist only for requested limits (see wanted()). */
@@ -303,16 +304,64 @@ static int set_limits(const struct cg_layout *cg, const char *id, const sbx_sand
 	return 0;
 }
 
-/* v1: memory and cpu groups only when the spec asks for a limit. A memcg
- * costs ~1 MiB of kernel memory and lingers after rmdir while objects charged
- * to it live on; an unlimited sandbox gains nothing from one. pids always
- * (the default pids limit, and per-exec groups for killing trees). */
+/* v1: a cpu group only when the spec asks for a quota; pids always (the
+ * default pids limit, and per-exec groups for killing trees). The memory
+ * group waits for the first exec (sbx__cg_memory_join): each memcg costs
+ * ~0.6-1 MiB of shrinker info that grows with the number of superblocks on
+ * the host, and an idle sandbox runs only init, no user code. */
 static int wanted(const struct cg_layout *cg, int c, const sbx_sandbox_opts *o)
 {
 	if (cg->mode == CG_V2)
 		return c == 0;
-	return c == CG_PIDS || (c == CG_MEMORY && (o->memory_mb || sbx__cg_default_memory_mb())) ||
-	       (c == CG_CPU && o->cpus > 0);
+	return c == CG_PIDS || (c == CG_CPU && o->cpus > 0);
+}
+
+/* mkdir that recreates the shared parent a concurrent gc may have removed. */
+static int mkdir_group(const struct cg_layout *cg, const char *d)
+{
+	int r = -1;
+	for (int tries = 0; tries < 3 && r < 0; tries++) {
+		r = mkdir(d, 0755);
+		if (r < 0 && errno == EEXIST)
+			r = 0;
+		if (r < 0 && errno == ENOENT) {
+			_cleanup_free_ char *parent = xstrdup(d);
+			*strrchr(parent, '/') = '\0';
+			mkdir(parent, 0755);
+			if (cg->mode == CG_V2)
+				write_str(parent, "cgroup.subtree_control", "+memory +pids +cpu");
+		} else if (r < 0) {
+			break;
+		}
+	}
+	return r < 0 ? -errno : 0;
+}
+
+int sbx__cg_memory_join(const struct cg_layout *cg, const char *id, unsigned memory_mb, pid_t init,
+			sbx_error **err)
+{
+	if (cg->mode != CG_V1 || !memory_mb)
+		return 0;
+	_cleanup_free_ char *d = group_dir(cg, CG_MEMORY, id);
+	if (!d)
+		return 0;
+	/* Every caller sets the limit itself before moving init, so a racing
+	 * first exec that finds the group made (EEXIST) never joins it before
+	 * the limit is set. */
+	char v[64], pid[32];
+	snprintf(v, sizeof(v), "%" PRIu64, (uint64_t)memory_mb << 20);
+	snprintf(pid, sizeof(pid), "%d", (int)init);
+	int r = mkdir_group(cg, d);
+	if (r < 0)
+		return sbx_error_setsys(err, r, -r, "create cgroup %s", d);
+	if ((r = write_str(d, "memory.limit_in_bytes", v)) < 0)
+		return sbx_error_setsys(err, r, -r, "cgroup %s: set memory limit %s", d, v);
+	write_str(d, "memory.memsw.limit_in_bytes", v);
+	if ((r = write_str(d, "cgroup.procs", pid)) < 0) {
+		rmdir(d); /* init is gone: leave no group behind (EBUSY if a racer's is in) */
+		return sbx_error_setsys(err, r, -r, "cgroup %s: move init %s in", d, pid);
+	}
+	return 0;
 }
 
 int sbx__cg_create(const struct cg_layout *cg, const char *id, const sbx_sandbox_opts *o,
@@ -329,24 +378,10 @@ int sbx__cg_create(const struct cg_layout *cg, const char *id, const sbx_sandbox
 		if (!d)
 			continue;
 		/* Another process sharing the state dir may remove the (then empty)
-		 * parent at exit: recreate it and retry. */
-		int r = -1;
-		for (int tries = 0; tries < 3 && r < 0; tries++) {
-			r = mkdir(d, 0755);
-			if (r < 0 && errno == EEXIST)
-				r = 0;
-			if (r < 0 && errno == ENOENT) {
-				_cleanup_free_ char *parent = xstrdup(d);
-				*strrchr(parent, '/') = '\0';
-				mkdir(parent, 0755);
-				if (cg->mode == CG_V2)
-					write_str(parent, "cgroup.subtree_control", "+memory +pids +cpu");
-			} else if (r < 0) {
-				break;
-			}
-		}
+		 * parent at exit: mkdir_group recreates it. */
+		int r = mkdir_group(cg, d);
 		if (r < 0)
-			return sbx_error_setsys(err, -errno, errno, "create cgroup %s", d);
+			return sbx_error_setsys(err, r, -r, "create cgroup %s", d);
 	}
 	return set_limits(cg, id, o, err);
 }

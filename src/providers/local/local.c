@@ -79,6 +79,19 @@ static struct local_sb *sb_new(struct local_ctx *c, const char *id)
 	return sb;
 }
 
+int sbx__local_memcg_join(struct local_sb *sb, sbx_error **err)
+{
+	if (__atomic_load_n(&sb->mem_joined, __ATOMIC_ACQUIRE))
+		return 0;
+	/* A destroyed sandbox must not get its group back (nor a reused pid). */
+	if (!sbx__proc_alive(sb->pid, sb->start))
+		return sbx_error_set(err, -ESRCH, "sandbox %s is not running", sb->id);
+	int r = sbx__cg_memory_join(sbx__local_cg(sb->ctx), sb->id, sb->memory_mb, sb->pid, err);
+	if (r == 0)
+		__atomic_store_n(&sb->mem_joined, 1, __ATOMIC_RELEASE);
+	return r;
+}
+
 uint32_t sbx__local_id_base(struct local_sb *sb)
 {
 	if (!sb->id_known) {
@@ -306,6 +319,7 @@ static int create_impl(void **sb_out, char **id_out, struct local_ctx *c, const 
 	if (r < 0)
 		goto out;
 	sb->is_child = 1;
+	sb->memory_mb = o->memory_mb ? o->memory_mb : sbx__cg_default_memory_mb();
 	t_spawn = sbx__now_mono();
 	sb->start = sbx__proc_starttime(sb->pid);
 	hold_mntns(sb);
@@ -389,6 +403,7 @@ static int local_open(void **sb_out, void *ctx, const char *id, sbx_error **err)
 	sb->pid = st.pid;
 	sb->start = st.start;
 	sb->frozen = steal_ptr(&st.frozen);
+	sb->memory_mb = st.spec.memory_mb ? st.spec.memory_mb : sbx__cg_default_memory_mb();
 	sbx__state_clear(&st);
 	if (!sbx__proc_alive(sb->pid, sb->start)) {
 		local_close(sb);

@@ -144,6 +144,8 @@ struct local_sb {
 	uint32_t id_base;   /* host id of root inside (0: userns=host); see sbx__local_id_base */
 	int id_known;       /* id_base is set (a sandbox opened by id reads it lazily) */
 	char *scratch;      /* its writable layer's subvolume (creator only), or NULL */
+	unsigned memory_mb;  /* the memory limit (default resolved), for the lazy memcg */
+	int mem_joined;      /* init is in its memory group (or has none to join) */
 	uint32_t layer_base; /* host id of root inside as the writable layer stores it:
 				id_base, or a fork's ancestor's (then an idmapped upper) */
 	char **frozen;      /* frozen layers below its own (frozen.c), bottom first; NULL = none */
@@ -151,12 +153,20 @@ struct local_sb {
 /* local.c: host id of the sandbox's root (0 for userns=host): files the host
  * creates inside belong to base + the id inside. */
 uint32_t sbx__local_id_base(struct local_sb *sb);
+/* Before anything makes init spawn user code: its memory group (v1), made
+ * at the first exec rather than at create, so an idle sandbox has none. */
+int sbx__local_memcg_join(struct local_sb *sb, sbx_error **err);
 
 /* cgroup.c */
 int sbx__cg_detect(struct cg_layout *cg, const char *state_dir, sbx_error **err);
 void sbx__cg_free(struct cg_layout *cg);
 int sbx__cg_create(const struct cg_layout *cg, const char *id, const sbx_sandbox_opts *o,
 		   sbx_error **err);
+/* v1: makes the sandbox's memory group with its limit and moves init in;
+ * called before every exec until it succeeded once (idempotent, race-free
+ * between processes). v2 and memory_mb 0: nothing to do. */
+int sbx__cg_memory_join(const struct cg_layout *cg, const char *id, unsigned memory_mb, pid_t init,
+			sbx_error **err);
 /* O_WRONLY fds of the cgroup.procs of every group of the sandbox (init's
  * clone child writes "0" to each to move itself in); returns how many. */
 int sbx__cg_procs_fds(const struct cg_layout *cg, const char *id, int fds[CG_N], sbx_error **err);

@@ -205,7 +205,7 @@ int sbx__local_proc_start(struct local_proc **out, struct sbx_process_fds *fds, 
 			o->stderr_fd < 0 || o->fds_are_private };
 	if (nchild)
 		give_pipes_to_root_inside(sb, child, made);
-	if ((r = sbx__local_connect(sb, &p->conn, err)) < 0)
+	if ((r = sbx__local_memcg_join(sb, err)) < 0 || (r = sbx__local_connect(sb, &p->conn, err)) < 0)
 		goto out;
 	r = sbx__msg_send(p->conn, &m, child, nchild);
 	if (r < 0) {
