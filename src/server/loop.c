@@ -122,6 +122,8 @@ static void unlink_timer(struct srv_loop *L, struct srv_timer *t)
 void sbx__srv_timer_cancel(struct server *srv, struct srv_timer *t)
 {
 	struct srv_loop *L = srv->loop;
+	if (!L) /* a server without a notifier (the fuzz fixture) armed nothing */
+		return;
 	pthread_mutex_lock(&L->tlk);
 	if (t->linked)
 		unlink_timer(L, t);

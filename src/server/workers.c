@@ -107,6 +107,10 @@ int sbx__srv_pool_start(struct server *srv, unsigned max, sbx_error **err)
 void sbx__srv_pool_submit(struct server *srv, void (*fn)(void *), void *arg)
 {
 	struct srv_pool *P = srv->pool;
+	if (!P) { /* a server without workers (the fuzz fixture): inline */
+		fn(arg);
+		return;
+	}
 	struct job *j = xcalloc(1, sizeof(*j));
 	j->fn = fn;
 	j->arg = arg;
@@ -178,6 +182,10 @@ void sbx__srv_pool_free(struct server *srv)
 void sbx__srv_pool_stats(struct server *srv, unsigned *threads, unsigned *busy)
 {
 	struct srv_pool *P = srv->pool;
+	if (!P) { /* no workers: jobs run inline (the fuzz fixture) */
+		*threads = *busy = 0;
+		return;
+	}
 	pthread_mutex_lock(&P->lk);
 	*threads = P->threads;
 	*busy = P->busy;

@@ -52,7 +52,20 @@ struct MHD_Connection {
 	unsigned status;
 	union MHD_ConnectionInfo info;
 	struct sockaddr_in peer;
+	unsigned suspends;  /* the server hands phases to workers (run inline here) */
 };
+
+/* The fixture's server has no worker pool: sbx__srv_pool_submit runs each
+ * job inline, so a suspend is over before the call that made it returns. */
+void MHD_suspend_connection(struct MHD_Connection *c)
+{
+	c->suspends++;
+}
+
+void MHD_resume_connection(struct MHD_Connection *c)
+{
+	(void)c;
+}
 
 struct MHD_Daemon {
 	MHD_AccessHandlerCallback dh;
@@ -441,6 +454,10 @@ int fz_request(const char *method, const char *url, const struct fz_header *h, s
 		split = len;
 	size_t chunk[2] = { split, len - split }, off = 0;
 	enum MHD_Result ok = d->dh(d->dh_cls, &c, path, method, "HTTP/1.1", NULL, &zero, &con_cls);
+	/* libmicrohttpd calls a connection suspended in its first call again
+	 * after the resume, with no data */
+	if (ok == MHD_YES && c.suspends && !c.resp)
+		ok = d->dh(d->dh_cls, &c, path, method, "HTTP/1.1", NULL, &zero, &con_cls);
 	for (int i = 0; i < 2 && ok == MHD_YES && !c.resp; i++) {
 		size_t left = chunk[i];
 		for (int tries = 0; left && ok == MHD_YES && !c.resp && tries < 8; tries++) {
