@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -231,6 +232,114 @@ static void __attribute__((noinline)) trim_stack(void)
 		madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
+#if defined(__x86_64__) && !defined(__GLIBC__)
+/*
+ * The idle loop runs on a stack in .bss, beside init's other pages, and the
+ * [stack], [vvar] and [vdso] mappings at the top of the address space go:
+ * with them goes the page-table branch that mapped them (24 -> 12 KiB of
+ * page tables per idle sandbox, measured). 128 KiB: the loop's deepest path
+ * (exec -> spawn -> user lookup) uses under 20 KiB; the lowest page is a
+ * guard.
+ *
+ * What libc keeps pointing into the old stack moves first: the auxiliary
+ * vector (musl's malloc reads AT_RANDOM at its first call, its clock calls
+ * look up the vDSO through AT_SYSINFO_EHDR, which the copy leaves out so
+ * they use system calls), the environment (empty: init runs commands with
+ * the request's) and the program name. musl's `__libc.auxv` is internal:
+ * it is patched only where it holds the address the kernel gave, else the
+ * old stack stays mapped.
+ */
+#define LOOP_STACK (128 * 1024)
+static char loop_stack[LOOP_STACK] __attribute__((aligned(4096)));
+static struct init_cfg *loop_cfg;
+extern char __libc[] __attribute__((visibility("hidden")));
+extern char **environ;
+
+static int move_libc_off_stack(void)
+{
+	static size_t auxv[64];
+	static unsigned char random16[16];
+	static char *no_env[1];
+	static char name[] = "sbx-init";
+	char **e = environ;
+	while (*e)
+		e++;
+	size_t *kauxv = (size_t *)(e + 1), **slot = (size_t **)(void *)(__libc + 8);
+	if (*slot != kauxv)
+		return -1;
+	size_t n = 0;
+	for (size_t i = 0; kauxv[i] && n + 4 < sizeof(auxv) / sizeof(auxv[0]); i += 2) {
+		size_t k = kauxv[i], v = kauxv[i + 1];
+		if (k == AT_SYSINFO_EHDR || k == AT_EXECFN || k == AT_PLATFORM || k == AT_BASE_PLATFORM)
+			continue;
+		if (k == AT_RANDOM) {
+			memcpy(random16, (void *)v, sizeof(random16));
+			v = (size_t)random16;
+		}
+		auxv[n++] = k;
+		auxv[n++] = v;
+	}
+	*slot = auxv;
+	environ = no_env;
+	program_invocation_name = program_invocation_short_name = name;
+	return 0;
+}
+
+static void unmap_top_regions(void)
+{
+	char *maps = init_msgbuf; /* free until the loop's first request */
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, maps, 65535);
+	close(fd);
+	if (n <= 0)
+		return;
+	maps[n] = '\0';
+	for (char *line = maps; line && *line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		if (strstr(line, "[stack]") || strstr(line, "[vvar") || strstr(line, "[vdso]")) {
+			char *end;
+			uintptr_t lo = (uintptr_t)strtoull(line, &end, 16);
+			uintptr_t hi = *end == '-' ? (uintptr_t)strtoull(end + 1, NULL, 16) : 0;
+			if (lo && hi > lo)
+				munmap((void *)lo, hi - lo);
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+}
+
+static void __attribute__((noreturn, noinline, used)) loop_on_own_stack(void)
+{
+	unmap_top_regions();
+	init_loop(loop_cfg);
+}
+
+static void __attribute__((noreturn)) run_loop(struct init_cfg *cfg)
+{
+	loop_cfg = cfg;
+	if (move_libc_off_stack() < 0 || mprotect(loop_stack, 4096, PROT_NONE) < 0) {
+		trim_stack();
+		init_loop(cfg);
+	}
+	/* The call leaves the stack 16-byte aligned minus the return address,
+	 * as the ABI expects at a function's entry. */
+	__asm__ volatile("mov %0, %%rsp\n\txor %%ebp, %%ebp\n\tcall *%1\n\tud2"
+			 :
+			 : "r"(loop_stack + LOOP_STACK), "r"(loop_on_own_stack)
+			 : "memory");
+	__builtin_unreachable();
+}
+#else
+static void __attribute__((noreturn)) run_loop(struct init_cfg *cfg)
+{
+	trim_stack();
+	init_loop(cfg);
+}
+#endif
+
 /*
  * init's fd table is a copy of the host's, as large as the host's highest
  * fd, and a table never shrinks: with thousands of sandboxes open on the
@@ -399,9 +508,8 @@ int main(void)
 	/* The host is busy returning from create: use the moment. Its first
 	 * request is nearly always an exec as the default user; resolve that
 	 * user now (the answer is cached) instead of on the exec's critical
-	 * path. Then trim. */
+	 * path. Then leave the setup's stack. */
 	struct init_user u;
 	(void)init_user_resolve(&u, cfg.user, msg, sizeof(msg));
-	trim_stack();
-	init_loop(&cfg);
+	run_loop(&cfg);
 }

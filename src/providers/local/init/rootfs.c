@@ -173,9 +173,11 @@ static void ensure_dir(const char *p, mode_t mode)
 
 static int setup_dev(const struct init_cfg *cfg, char *msg, size_t msglen)
 {
-	char opts[64];
-	/* 256k: room for the sudo front end (sudo.c) besides the nodes. */
-	snprintf(opts, sizeof(opts), "mode=755,size=256k,uid=%u,gid=%u", cfg->id_base, cfg->id_base);
+	char opts[96];
+	/* 256k: room for the sudo front end (sudo.c) besides the nodes; the
+	 * rest is /dev/shm's (setup_shm), one superblock for both. */
+	snprintf(opts, sizeof(opts), "mode=755,size=%lluk,uid=%u,gid=%u",
+		 256 + 1024 * (unsigned long long)(cfg->shm_mb ? cfg->shm_mb : 64), cfg->id_base, cfg->id_base);
 	if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, opts) < 0)
 		FAIL("mount /dev");
 	static const struct { const char *name; unsigned maj, min; } nodes[] = {
@@ -207,12 +209,17 @@ static int setup_dev(const struct init_cfg *cfg, char *msg, size_t msglen)
 	return 0;
 }
 
+/* /dev/shm is a directory of /dev's tmpfs bound onto itself with nosuid,
+ * nodev, noexec, not a tmpfs of its own: every superblock costs an idle
+ * sandbox ~9 KiB (docs/performance.md, "Idle density"). Its files are
+ * reachable by no other path in the sandbox: the bind covers the directory. */
 static int setup_shm(const struct init_cfg *cfg, char *msg, size_t msglen)
 {
-	char opts[64];
-	snprintf(opts, sizeof(opts), "mode=1777,size=%llum,uid=%u,gid=%u",
-		 (unsigned long long)(cfg->shm_mb ? cfg->shm_mb : 64), cfg->id_base, cfg->id_base);
-	if (mount("shm", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+	/* Owned as /dev is (its tmpfs options): by root inside. */
+	if (chmod("dev/shm", 01777) < 0 || chown("dev/shm", cfg->id_base, cfg->id_base) < 0)
+		FAIL("set up /dev/shm");
+	if (mount("dev/shm", "dev/shm", NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, "dev/shm", NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		FAIL("mount /dev/shm");
 	return 0;
 }
