@@ -229,3 +229,67 @@ Test(isolation, pooled_namespaces_are_fresh_and_distinct)
 		free(ids[i]);
 	}
 }
+
+static pid_t listed_pid(sbx_sandbox *sb)
+{
+	sbx_sandbox_info *v = NULL;
+	size_t n = 0;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_sandbox_list(&v, &n, rt, NULL, NULL, &err), 0, "list: %s", err ? err->msg : "?");
+	pid_t pid = 0;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].id, sbx_sandbox_id(sb)) == 0)
+			pid = (pid_t)v[i].pid;
+	sbx_sandbox_info_free(v, n);
+	cr_assert_gt(pid, 0, "sandbox %s not listed", sbx_sandbox_id(sb));
+	return pid;
+}
+
+/* An idle init runs on a stack of its own .bss and has unmapped [stack],
+ * [vvar] and [vdso] (init/main.c); whatever libc used of the old stack
+ * (the auxiliary vector for malloc's first call, the environment) must
+ * still work: a timed-out tree makes init allocate (kill_tree's opendir). */
+Test(isolation, idle_init_maps_only_its_binary)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	int code;
+	free(sbx_test_sh(sb, "true", &code));
+	cr_assert_eq(code, 0);
+	char path[64], maps[8192];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)listed_pid(sb));
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	size_t n = fread(maps, 1, sizeof(maps) - 1, f);
+	fclose(f);
+	maps[n] = '\0';
+	cr_expect_null(strstr(maps, "[stack]"), "init still maps its stack:\n%s", maps);
+	cr_expect_null(strstr(maps, "[vdso]"), "init still maps the vDSO:\n%s", maps);
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.shell = "sleep 30 & sleep 30";
+	o.timeout_s = 0.3;
+	sbx_exec_result r = { 0 };
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_sandbox_exec(&r, sb, &o, &err), 0, "exec: %s", err ? err->msg : "?");
+	cr_expect_eq(r.timed_out, 1);
+	sbx_exec_result_free(&r);
+	char *out = sbx_test_sh(sb, "echo alive", &code);
+	cr_expect_str_eq(out, "alive\n", "init died after a timeout");
+	free(out);
+	destroy(sb);
+}
+
+/* /dev/shm shares /dev's tmpfs (one superblock less per sandbox) but keeps
+ * a tmpfs's /dev/shm flags: writable by anyone, nothing runs from it. */
+Test(isolation, dev_shm_is_writable_and_noexec)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	int code;
+	char *out = sbx_test_sh(sb,
+				"grep ' /dev/shm ' /proc/self/mountinfo | grep -c 'nosuid,nodev,noexec'; "
+				"stat -c %a /dev/shm; echo x > /dev/shm/f && cat /dev/shm/f; "
+				"cp /bin/busybox /dev/shm/bb && /dev/shm/bb true 2>/dev/null || echo denied",
+				&code);
+	cr_expect_str_eq(out, "1\n1777\nx\ndenied\n", "got %s", out);
+	free(out);
+	destroy(sb);
+}

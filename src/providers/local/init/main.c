@@ -285,6 +285,40 @@ static int move_libc_off_stack(void)
 	return 0;
 }
 
+/* /proc/PID/cmdline reads the argument area, which was on the old stack:
+ * point it at "sbx-init" in the top bytes of the loop's stack, resident
+ * and anonymous (the kernel reads cmdline from anonymous memory only).
+ * PR_SET_MM_MAP needs no capability for these fields; it takes the whole
+ * map, so the rest is read back from /proc/self/stat unchanged. */
+#define CMDLINE_BYTES 16
+static void keep_cmdline(void)
+{
+	char *cmd = loop_stack + LOOP_STACK - CMDLINE_BYTES, *st = init_msgbuf;
+	memcpy(cmd, "sbx-init", sizeof("sbx-init"));
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, st, 4095);
+	close(fd);
+	char *p = n > 0 ? (st[n] = '\0', strrchr(st, ')')) : NULL;
+	unsigned long long f[53] = { 0 };
+	/* Field 3 (state) follows ") "; fields 26-28 and 45-51 are the map's. */
+	for (int i = 3; p && i < 53; i++) {
+		p = strchr(p, ' ');
+		if (p)
+			f[i] = strtoull(++p, NULL, 10);
+	}
+	if (!p && !f[51])
+		return;
+	struct prctl_mm_map m = {
+		.start_code = f[26], .end_code = f[27], .start_stack = f[28], .start_data = f[45],
+		.end_data = f[46], .start_brk = f[47], .brk = (uint64_t)syscall(SYS_brk, 0),
+		.arg_start = (uint64_t)(uintptr_t)cmd, .arg_end = (uint64_t)(uintptr_t)(cmd + sizeof("sbx-init")),
+		.env_start = f[50], .env_end = f[51], .exe_fd = (uint32_t)-1,
+	};
+	prctl(PR_SET_MM, PR_SET_MM_MAP, (unsigned long)&m, sizeof(m), 0);
+}
+
 static void unmap_top_regions(void)
 {
 	char *maps = init_msgbuf; /* free until the loop's first request */
@@ -314,6 +348,7 @@ static void unmap_top_regions(void)
 static void __attribute__((noreturn, noinline, used)) loop_on_own_stack(void)
 {
 	unmap_top_regions();
+	keep_cmdline();
 	init_loop(loop_cfg);
 }
 
@@ -328,7 +363,7 @@ static void __attribute__((noreturn)) run_loop(struct init_cfg *cfg)
 	 * as the ABI expects at a function's entry. */
 	__asm__ volatile("mov %0, %%rsp\n\txor %%ebp, %%ebp\n\tcall *%1\n\tud2"
 			 :
-			 : "r"(loop_stack + LOOP_STACK), "r"(loop_on_own_stack)
+			 : "r"(loop_stack + LOOP_STACK - CMDLINE_BYTES), "r"(loop_on_own_stack)
 			 : "memory");
 	__builtin_unreachable();
 }
