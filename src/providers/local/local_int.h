@@ -242,10 +242,8 @@ int sbx__local_create_snapshot(void **sb_out, char **id_out, struct local_ctx *c
 int sbx__local_fork(void **children, char **ids, size_t n, void *parent, const sbx_sandbox_opts *o,
 		    sbx_error **err);
 
-/* seccomp.c: the compiled default filter (process-wide, built once). */
+/* seccomp.c: the default filter, compiled at build time (seccomp_gen.c). */
 int sbx__seccomp_program(const void **prog, size_t *len, sbx_error **err);
-/* Documented deny list, NULL-terminated (for docs and tests). */
-extern const char *const sbx__seccomp_denied[];
 
 /* spawn.c: starts the embedded init in new namespaces; with ns (from the
  * pool) it joins those instead of creating net, UTS and IPC namespaces. */
