@@ -103,6 +103,15 @@ void sbx__srv_envd_fs(struct srv_req *r, struct srv_sandbox *s, const char *meth
 void sbx__srv_envd_files(struct srv_req *r, struct srv_sandbox *s);
 /* POST /files before its body: the upload's consumer (envd_files.c). */
 void sbx__srv_envd_files_begin(struct srv_req *r, struct srv_sandbox *s);
+/* Per subscriber (stream) of a process: encoded events not yet sent. */
+#define SRV_SUB_MAX (16u << 20)
+/* envd_pump.c: the output pump of a process. Drops a reference (the last
+ * frees pr). */
+void sbx__srv_proc_put(struct srv_proc *pr);
+/* Arms the pump's watches; 0, or -errno (nothing armed then). */
+int sbx__srv_pump_start(struct srv_proc *pr);
+/* The pump's end: the process's end is told and it leaves the table. */
+void sbx__srv_pump_finish(struct srv_proc *pr);
 /* At shutdown: every process's pump runs once more and, seeing
  * srv->stopping, lets go of its sandbox. */
 void sbx__srv_procs_kick_all(struct server *srv);
