@@ -358,13 +358,47 @@ void sbx__srv_proxy_error(struct srv_req *r, int status, unsigned port, const ch
 /* The domain create/connect answers (getHost's suffix); owned, or NULL. */
 char *sbx__srv_proxy_domain(struct server *srv);
 
-/* ---- proxy_http.c -------------------------------------------------------- */
+/* ---- proxy_request.c, proxy_http.c: HTTP through a user port ----------- */
 
+/* A proxied response's head, and its body's reads, fit in this. */
+#define SRV_PROXY_BUF (64u << 10)
+enum body_mode { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_EOF };
+enum chunk_state { CH_SIZE, CH_DATA, CH_CRLF, CH_TRAILER, CH_DONE };
+struct upg;
+/* One proxied request: the connection into the sandbox and the response's reader. */
+struct srv_proxy {
+	atomic_int refs;             /* the request, and the response reader */
+	struct srv_req *r;           /* valid while the request lives */
+	struct server *srv;
+	char sid[32];
+	unsigned port;
+	int fd;                      /* into the sandbox; -1 once handed on */
+	int chunked_in, upgrade, head_only;
+	int failed;                  /* errno of a failed write to the sandbox */
+	int timeout_ms;              /* -1 = none */
+	int nonblock;                /* the body's reader: fill() never waits */
+	double park_until;           /* the reader's wait ends here (monotonic; 0 = not waiting) */
+	struct srv_park park;        /* the body's reader (once the reply is queued) */
+	enum body_mode mode;
+	enum chunk_state ch;
+	uint64_t left;               /* BODY_LENGTH: bytes left; CH_DATA: in this chunk */
+	struct upg *upg;
+	size_t off, len;             /* unread bytes of buf */
+	char buf[SRV_PROXY_BUF];
+};
 /* After authorization: connects to the port inside the sandbox and sends
  * the request head; the body then streams through r->feed. Replies on error. */
 void sbx__srv_proxy_begin(struct srv_req *r);
 /* After the body: relays the response (streamed), or a 101 and the relay. */
 void sbx__srv_proxy_finish(struct srv_req *r);
+/* proxy_http.c: drops a reference (the last closes and frees px). */
+void sbx__srv_px_put(struct srv_proxy *px);
+/* Writes all of data into the sandbox, each wait bounded: 0 or -errno. */
+int sbx__srv_px_send_all(struct srv_proxy *px, const void *data, size_t n);
+/* proxy_request.c: 1 for a header a proxy must not pass on (hop-by-hop, or routing). */
+int sbx__srv_proxy_hop_by_hop(const char *k);
+/* 1 when the comma-separated list has tok (case-insensitive). */
+int sbx__srv_proxy_has_token(const char *list, const char *tok);
 
 /* ---- relay.c: proxied connections ------------------------------------------ */
 
