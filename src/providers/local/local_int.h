@@ -210,6 +210,8 @@ struct cg_layout *sbx__local_cg(struct local_ctx *c);
 unsigned sbx__cg_default_memory_mb(void);
 /* A group's directory for controller c (v2: c = 0), or NULL; owned. */
 char *sbx__cg_dir(const struct cg_layout *cg, int c, const char *id);
+/* Writes val into dir/file: 0 or -errno. */
+int sbx__cg_write_str(const char *dir, const char *file, const char *val);
 /* stats.c: the stats op (cgroups and the writable layer, host side only). */
 int sbx__local_stats(sbx_stats *out, void *h, sbx_error **err);
 /* The provider's limits op: the cgroup and writable-layer sizes a spec gets. */
@@ -332,7 +334,7 @@ int sbx__local_connect_port(int *fd_out, struct local_sb *sb, unsigned port, sbx
 int sbx__local_open_in(int root, const char *path, int flags, unsigned mode);
 int sbx__local_mkdirs_in(int root, const char *path, sbx_error **err);
 
-/* cgroup.c: freezer */
+/* cgroup_freeze.c */
 int sbx__cg_freeze(const struct cg_layout *cg, const char *id, int freeze, sbx_error **err);
 /* Thaws the sandbox if a v1 freezer group exists for it (frozen tasks cannot die). */
 void sbx__cg_thaw_if_frozen(const struct cg_layout *cg, const char *id);
