@@ -5,9 +5,9 @@
  * SendInput, SendSignal, CloseStdin, Update. Every started process has a
  * pump that reads its stdout/stderr and fans the encoded events out to the
  * streams attached at that moment, so a process outlives a dropped stream
- * (background commands) and its pipes never fill up. The pump has no
- * thread: the notifier (loop.c) watches its pipes and status fd and, when
- * one is ready, runs one pump step on a worker (one at a time per
+ * (background commands) and its pipes never fill up. The pump (envd_pump.c)
+ * has no thread: the notifier (loop.c) watches its pipes and status fd
+ * and, when one is ready, runs one pump step on a worker (one at a time per
  * process); each step reads once per ready fd and wakes the streams. A
  * read that waits on a pipe's mutex (a splice inside the sandbox holds
  * it) holds that worker only.
@@ -30,256 +30,9 @@
 #include "../util/str.h"
 #include "server_int.h"
 
-#define SUB_MAX (16u << 20)
 /* Longest a SendInput waits for room in a process's stdin. */
 #define SRV_STDIN_WAIT_MS 30000
 
-static void proc_put(struct srv_proc *pr)
-{
-	pthread_mutex_lock(&pr->lk);
-	int last = --pr->refs == 0;
-	pthread_mutex_unlock(&pr->lk);
-	if (!last)
-		return;
-	if (!pr->exited)
-		sbx_process_detach(pr->p);
-	sbx_process_free(pr->p);
-	json_decref(pr->config);
-	free(pr->tag);
-	pthread_mutex_destroy(&pr->lk);
-	pthread_mutex_destroy(&pr->in_lk);
-	pthread_cond_destroy(&pr->cv);
-	free(pr);
-}
-
-static void fan_out(struct srv_proc *pr, json_t *event)
-{
-	sbx_buf frame;
-	sbx__buf_init(&frame, SUB_MAX);
-	sbx__srv_envelope(&frame, 0, json_pack("{s:o}", "event", event));
-	pthread_mutex_lock(&pr->lk);
-	for (struct srv_sub *s = pr->subs; s; s = s->next) {
-		if (!s->overflow && sbx__buf_append(&s->q, frame.data, frame.len) < 0)
-			s->overflow = 1;
-		sbx__srv_stream_wake(s->st);
-	}
-	pthread_cond_broadcast(&pr->cv);
-	pthread_mutex_unlock(&pr->lk);
-	sbx__buf_free(&frame);
-}
-
-static void emit_data(struct srv_proc *pr, int fd, const char *data, size_t len)
-{
-	char *b64 = sbx__srv_json_bytes_encode(data, len);
-	const char *key = pr->pty ? "pty" : fd == 1 ? "stdout" : "stderr";
-	fan_out(pr, json_pack("{s:{s:s}}", "data", key, b64));
-	free(b64);
-}
-
-static void emit_end(struct srv_proc *pr, int status, int timed_out)
-{
-	json_t *end = json_object();
-	char st[64];
-	if (WIFEXITED(status)) {
-		if (WEXITSTATUS(status))
-			json_object_set_new(end, "exitCode", json_integer(WEXITSTATUS(status)));
-		json_object_set_new(end, "exited", json_true());
-		snprintf(st, sizeof(st), "exit status %d", WEXITSTATUS(status));
-	} else {
-		int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
-		json_object_set_new(end, "exitCode", json_integer(-1));
-		json_object_set_new(end, "exited", json_false());
-		char name[32];
-		snprintf(name, sizeof(name), "%s", strsignal(sig));
-		for (char *c = name; *c; c++)
-			if (*c >= 'A' && *c <= 'Z')
-				*c = (char)(*c - 'A' + 'a');
-		snprintf(st, sizeof(st), "signal: %s", name);
-	}
-	json_object_set_new(end, "status", json_string(st));
-	if (timed_out)
-		json_object_set_new(end, "error", json_string("deadline exceeded"));
-	/* Killed with its sandbox: on E2B the VM goes and the stream breaks
-	 * with no end event (the SDK then raises TimeoutError), so the streams
-	 * end "unavailable" instead. The kill marks the sandbox dead first. */
-	pthread_mutex_lock(&pr->srv->lock);
-	int gone = pr->owner->dead;
-	pthread_mutex_unlock(&pr->srv->lock);
-	if (!gone)
-		fan_out(pr, json_pack("{s:o}", "end", end));
-	else
-		json_decref(end);
-	pthread_mutex_lock(&pr->lk);
-	pr->sandbox_gone = gone;
-	pr->exited = 1;
-	pr->status = status;
-	pr->timed_out = timed_out;
-	for (struct srv_sub *sb = pr->subs; sb; sb = sb->next)
-		sbx__srv_stream_wake(sb->st);
-	pthread_cond_broadcast(&pr->cv);
-	pthread_mutex_unlock(&pr->lk);
-}
-
-/* The pump's end: the process's end is told, it leaves the table, and the
- * pump's references go. Runs on the pump's worker, with no watch armed
- * that could start another step. */
-static void pump_finish(struct srv_proc *pr)
-{
-	struct server *srv = pr->srv;
-	for (int i = 0; i < 3; i++)
-		sbx__srv_loop_unwatch(srv, &pr->pw[i]);
-	sbx__srv_timer_cancel(srv, &pr->ptimer);
-	if (pr->p_exited)
-		emit_end(pr, pr->p_status, pr->p_timed_out);
-	struct srv_sandbox *s = pr->owner;
-	pthread_mutex_lock(&s->plock);
-	for (struct srv_proc **pp = &s->procs; *pp; pp = &(*pp)->next)
-		if (*pp == pr) {
-			*pp = pr->next;
-			break;
-		}
-	pr->in_table = 0;
-	pthread_mutex_unlock(&s->plock);
-	proc_put(pr);
-	sbx__srv_sandbox_put(srv, s);
-}
-
-/* One step: a read from each ready pipe, the status when it is ready; the
- * fds still open are armed again. 1 when the pump is over. */
-static int pump_step(struct srv_proc *pr, unsigned ready)
-{
-	struct server *srv = pr->srv;
-	char buf[32768];
-	if (atomic_load(&srv->stopping))
-		return 1;
-	for (int i = 0; i < 2; i++) {
-		if (pr->pw[i].fd < 0 || !(ready & (1u << i)))
-			continue;
-		ssize_t got = read(pr->pw[i].fd, buf, sizeof(buf));
-		if (got > 0) {
-			emit_data(pr, i + 1, buf, (size_t)got);
-			if (pr->p_exited)
-				pr->drain_until = sbx__now_mono() + 0.2;
-		}
-		if (got > 0 || (got < 0 && (errno == EAGAIN || errno == EINTR))) {
-			if (sbx__srv_loop_arm(srv, &pr->pw[i], EPOLLIN) < 0)
-				return 1;
-		} else {
-			sbx__srv_loop_unwatch(srv, &pr->pw[i]);
-			pr->pw[i].fd = -1; /* EOF: the fd stays the process handle's */
-		}
-	}
-	if (!pr->p_exited && (ready & 4u)) {
-		int status = (int)SIGKILL, timed_out = 0;
-		int r = sbx_process_poll(pr->p, &status, &timed_out, 0, NULL);
-		if (r != 0) {
-			pr->p_exited = 1;
-			pr->p_status = r < 0 ? SIGKILL : status;
-			pr->p_timed_out = timed_out;
-			pr->drain_until = sbx__now_mono() + 0.2;
-			sbx__srv_loop_unwatch(srv, &pr->pw[2]);
-		} else if (sbx__srv_loop_arm(srv, &pr->pw[2], EPOLLIN) < 0) {
-			return 1;
-		}
-	}
-	if (pr->pw[0].fd < 0 && pr->pw[1].fd < 0 && (pr->p_exited || pr->pw[2].fd < 0))
-		return 1;
-	if (pr->p_exited) {
-		if (sbx__now_mono() >= pr->drain_until)
-			return 1; /* background processes keep the pipes: stop reading */
-		sbx__srv_timer_set(srv, &pr->ptimer, pr->drain_until);
-	}
-	return 0;
-}
-
-static void pump_job(void *arg)
-{
-	struct srv_proc *pr = arg;
-	for (;;) {
-		pthread_mutex_lock(&pr->lk);
-		unsigned ready = pr->ready;
-		pr->ready = 0;
-		pthread_mutex_unlock(&pr->lk);
-		if (pump_step(pr, ready)) {
-			pump_finish(pr);
-			return;
-		}
-		pthread_mutex_lock(&pr->lk);
-		if (!pr->ready) {
-			pr->pumping = 0;
-			pthread_mutex_unlock(&pr->lk);
-			return;
-		}
-		pthread_mutex_unlock(&pr->lk);
-	}
-}
-
-/* From the notifier (or a kick): a step for this process, unless one runs
- * (it then loops once more). */
-static void pump_kick(struct srv_proc *pr, unsigned bits)
-{
-	pthread_mutex_lock(&pr->lk);
-	pr->ready |= bits;
-	int start = !pr->pumping;
-	pr->pumping = 1;
-	pthread_mutex_unlock(&pr->lk);
-	if (start)
-		sbx__srv_pool_submit(pr->srv, pump_job, pr);
-}
-
-static void pump_on_fd(struct srv_watch *w, uint32_t events)
-{
-	(void)events;
-	struct srv_proc *pr = w->ctx;
-	pump_kick(pr, 1u << (w - pr->pw));
-}
-
-/* A kick with no fd ready still needs its own bit: a step already running
- * loops once more only for bits it has not taken. */
-#define PUMP_TICK 8u
-
-static void pump_on_timer(struct srv_timer *t)
-{
-	pump_kick(t->ctx, PUMP_TICK);
-}
-
-/* Arms the pump's watches; 0, or -errno (nothing armed then). */
-static int pump_start(struct srv_proc *pr)
-{
-	int fds[3] = { sbx_process_stdout_fd(pr->p), sbx_process_stderr_fd(pr->p), sbx_process_status_fd(pr->p) };
-	pr->ptimer.cb = pump_on_timer;
-	pr->ptimer.ctx = pr;
-	for (int i = 0; i < 3; i++) {
-		pr->pw[i].fd = fds[i];
-		pr->pw[i].cb = pump_on_fd;
-		pr->pw[i].ctx = pr;
-	}
-	for (int i = 0; i < 3; i++) {
-		if (fds[i] < 0)
-			continue;
-		int rc = sbx__srv_loop_arm(pr->srv, &pr->pw[i], EPOLLIN);
-		if (rc < 0) {
-			for (int k = 0; k < i; k++)
-				sbx__srv_loop_unwatch(pr->srv, &pr->pw[k]);
-			return rc;
-		}
-	}
-	return 0;
-}
-
-void sbx__srv_procs_kick_all(struct server *srv)
-{
-	size_t n;
-	struct srv_sandbox **v = sbx__srv_sandbox_all(srv, &n);
-	for (size_t i = 0; i < n; i++) {
-		pthread_mutex_lock(&v[i]->plock);
-		for (struct srv_proc *pr = v[i]->procs; pr; pr = pr->next)
-			pump_kick(pr, PUMP_TICK);
-		pthread_mutex_unlock(&v[i]->plock);
-		sbx__srv_sandbox_put(srv, v[i]);
-	}
-	free(v);
-}
 
 struct pstream {
 	struct srv_proc *pr;
@@ -293,7 +46,7 @@ static struct srv_sub *subscribe(struct srv_proc *pr, struct srv_stream *st)
 {
 	struct srv_sub *sub = xcalloc(1, sizeof(*sub));
 	sub->st = st;
-	sbx__buf_init(&sub->q, SUB_MAX);
+	sbx__buf_init(&sub->q, SRV_SUB_MAX);
 	pthread_mutex_lock(&pr->lk);
 	sub->next = pr->subs;
 	pr->subs = sub;
@@ -363,7 +116,7 @@ static void pstream_fini(struct srv_stream *st)
 	pthread_mutex_unlock(&pr->lk);
 	sbx__buf_free(&ps->sub->q);
 	free(ps->sub);
-	proc_put(pr);
+	sbx__srv_proc_put(pr);
 	free(ps);
 }
 
@@ -374,7 +127,7 @@ static void attach(struct srv_req *r, struct srv_proc *pr, double deadline_s, in
 	ps->is_start = is_start;
 	struct srv_stream *st = xcalloc(1, sizeof(*st));
 	ps->sub = subscribe(pr, st);
-	sbx__buf_init(&st->out, 2 * SUB_MAX);
+	sbx__buf_init(&st->out, 2 * SRV_SUB_MAX);
 	st->keepalive_s = sbx__srv_keepalive_s(r);
 	ps->next_ka = sbx__now_mono() + st->keepalive_s;
 	st->deadline = deadline_s > 0 ? sbx__now_mono() + deadline_s : 0;
@@ -503,7 +256,7 @@ static void start(struct srv_req *r, struct srv_sandbox *s)
 	pr->in_table = 1;
 	pthread_mutex_unlock(&s->plock);
 	attach(r, pr, tmo, 1);
-	int pe = pump_start(pr);
+	int pe = sbx__srv_pump_start(pr);
 	if (pe < 0) {
 		/* Nobody would read its output or report its end: end it now and
 		 * pump what is left on this worker (a killed process drains fast). */
@@ -514,7 +267,7 @@ static void start(struct srv_req *r, struct srv_sandbox *s)
 		pr->p_exited = 1;
 		pr->p_status = st;
 		pr->p_timed_out = to;
-		pump_finish(pr);
+		sbx__srv_pump_finish(pr);
 	}
 out:
 	sbx_error_free(e);
@@ -536,7 +289,7 @@ static void connect_proc(struct srv_req *r, struct srv_sandbox *s)
 	}
 	double tmo = sbx__srv_connect_timeout_s(r);
 	attach(r, pr, tmo > 0 ? tmo : 0, 0);
-	proc_put(pr);
+	sbx__srv_proc_put(pr);
 }
 
 static void list_procs(struct srv_req *r, struct srv_sandbox *s)
@@ -628,7 +381,7 @@ static void unary(struct srv_req *r, struct srv_sandbox *s, const char *method)
 	} else {
 		sbx__srv_reply_json(r, 200, json_object()); /* Update: no pty to resize */
 	}
-	proc_put(pr);
+	sbx__srv_proc_put(pr);
 	json_decref(req);
 }
 

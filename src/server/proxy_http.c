@@ -5,14 +5,16 @@
  * worker like every other call of the server (http.c). The request
  * head goes out at once, the body follows as it arrives (Content-Length
  * kept, chunked re-chunked), then the response is read: its head parsed
- * (at most PROXY_BUF bytes), its body streamed to the client as the
+ * (at most SRV_PROXY_BUF bytes), its body streamed to the client as the
  * sandbox sends it (Content-Length, chunked decoded and re-framed by MHD,
- * or to EOF) through one PROXY_BUF buffer: nothing is held whole. A 101
+ * or to EOF) through one SRV_PROXY_BUF buffer: nothing is held whole. A 101
  * to an upgrade request hands both sockets to the relay thread (relay.c).
  * Every wait on the sandbox is bounded by --proxy-idle-timeout. The begin,
  * body and head run on a worker (http.c); the body's reader runs on the
  * event thread and never waits: with nothing from the sandbox it parks the
  * connection until the socket is readable (the notifier watches it).
+ * This file holds the connection's I/O and the response; proxy_request.c
+ * sends the request.
  */
 #include <errno.h>
 #include <microhttpd.h>
@@ -33,11 +35,7 @@
 #include "../util/str.h"
 #include "server_int.h"
 
-#define PROXY_BUF (64u << 10)
 #define LINE_MAX_B 4096u
-
-enum body_mode { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_EOF };
-enum chunk_state { CH_SIZE, CH_DATA, CH_CRLF, CH_TRAILER, CH_DONE };
 
 /* A 101's sockets on their way to the relay thread (on_upgrade). */
 struct upg {
@@ -49,28 +47,7 @@ struct upg {
 	int taken;
 };
 
-struct srv_proxy {
-	atomic_int refs;             /* the request, and the response reader */
-	struct srv_req *r;           /* valid while the request lives */
-	struct server *srv;
-	char sid[32];
-	unsigned port;
-	int fd;                      /* into the sandbox; -1 once handed on */
-	int chunked_in, upgrade, head_only;
-	int failed;                  /* errno of a failed write to the sandbox */
-	int timeout_ms;              /* -1 = none */
-	int nonblock;                /* the body's reader: fill() never waits */
-	double park_until;           /* the reader's wait ends here (monotonic; 0 = not waiting) */
-	struct srv_park park;        /* the body's reader (once the reply is queued) */
-	enum body_mode mode;
-	enum chunk_state ch;
-	uint64_t left;               /* BODY_LENGTH: bytes left; CH_DATA: in this chunk */
-	struct upg *upg;
-	size_t off, len;             /* unread bytes of buf */
-	char buf[PROXY_BUF];
-};
-
-static void px_put(struct srv_proxy *px)
+void sbx__srv_px_put(struct srv_proxy *px)
 {
 	if (atomic_fetch_sub(&px->refs, 1) != 1)
 		return;
@@ -100,7 +77,7 @@ static int wait_fd(struct srv_proxy *px, short ev)
 	return n < 0 ? -errno : n;
 }
 
-static int send_all(struct srv_proxy *px, const void *data, size_t n)
+int sbx__srv_px_send_all(struct srv_proxy *px, const void *data, size_t n)
 {
 	const char *p = data;
 	while (n > 0) {
@@ -170,157 +147,6 @@ static int get_line(struct srv_proxy *px, const char **start, size_t *n)
 		if (k <= 0)
 			return -EPROTO;
 	}
-}
-
-/* ---- request ------------------------------------------------------------- */
-
-static int hop_by_hop(const char *k)
-{
-	static const char *const drop[] = { "Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer",
-					    "Transfer-Encoding", "Upgrade", "Content-Length", "Expect",
-					    "Proxy-Authorization", "X-Forwarded-For", "X-Forwarded-Proto",
-					    SRV_TRAFFIC_HEADER, "E2b-Sandbox-Id", "E2b-Sandbox-Port", NULL };
-	for (size_t i = 0; drop[i]; i++)
-		if (strcasecmp(k, drop[i]) == 0)
-			return 1;
-	return 0;
-}
-
-static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)
-{
-	(void)kind;
-	if (k && !hop_by_hop(k))
-		sbx__buf_printf(cls, "%s: %s\r\n", k, v ? v : "");
-	return MHD_YES;
-}
-
-static void feed(struct srv_req *r, const char *data, size_t n)
-{
-	struct srv_proxy *px = r->proxy;
-	if (px->failed || n == 0)
-		return;
-	int rc = 0;
-	if (px->chunked_in) {
-		char h[24];
-		int hn = snprintf(h, sizeof(h), "%zx\r\n", n);
-		rc = send_all(px, h, (size_t)hn);
-		if (rc == 0)
-			rc = send_all(px, data, n);
-		if (rc == 0)
-			rc = send_all(px, "\r\n", 2);
-	} else {
-		rc = send_all(px, data, n);
-	}
-	if (rc < 0)
-		px->failed = -rc;
-}
-
-static void up_free(struct srv_req *r)
-{
-	if (r->proxy) {
-		r->proxy->r = NULL;
-		px_put(r->proxy);
-	}
-	r->proxy = NULL;
-}
-
-static int has_token(const char *list, const char *tok)
-{
-	if (!list)
-		return 0;
-	size_t tn = strlen(tok);
-	for (const char *p = list; *p;) {
-		p += strspn(p, " \t,");
-		size_t n = strcspn(p, ",");
-		size_t m = n;
-		while (m > 0 && (p[m - 1] == ' ' || p[m - 1] == '\t'))
-			m--;
-		if (m == tn && strncasecmp(p, tok, tn) == 0)
-			return 1;
-		p += n;
-	}
-	return 0;
-}
-
-static void client_ip(struct srv_req *r, char *out, size_t len)
-{
-	snprintf(out, len, "unknown");
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, out, (socklen_t)len);
-}
-
-void sbx__srv_proxy_begin(struct srv_req *r)
-{
-	struct server *srv = r->srv;
-	struct srv_sandbox *s = r->sb;
-	unsigned port = r->proxy_port;
-	int fd = -1;
-	sbx_error *e = NULL;
-	int rc = sbx__srv_op_begin(s, &e);
-	if (rc == 0) {
-		rc = sbx_sandbox_connect_port(&fd, s->sb, port, &e);
-		sbx__srv_op_end(s);
-	}
-	if (rc == -ECONNREFUSED)
-		sbx__srv_proxy_error(r, 502, port,
-				     "The sandbox is running but port is not open: nothing listens on 127.0.0.1:%u "
-				     "in sandbox %s", port, s->id);
-	else if (rc == -ESRCH)
-		sbx__srv_proxy_error(r, 502, port, "The sandbox was not found: sandbox %s is not running", s->id);
-	else if (rc < 0)
-		sbx__srv_proxy_error(r, 502, port, "port %u of sandbox %s: %s", port, s->id, e ? e->msg : "failed");
-	sbx_error_free(e);
-	if (rc < 0)
-		return;
-	if (sbx__srv_relays_track(srv, s->id, fd) < 0) {
-		close(fd);
-		sbx__srv_proxy_error(r, 429, port,
-				     "sandbox %s has %u proxied connections open, the most --max-proxy-connections allows",
-				     s->id, srv->cfg.max_proxy_connections);
-		return;
-	}
-	struct srv_proxy *px = xcalloc(1, sizeof(*px));
-	atomic_init(&px->refs, 1);
-	px->r = r;
-	px->srv = srv;
-	px->fd = fd;
-	px->port = port;
-	snprintf(px->sid, sizeof(px->sid), "%s", s->id);
-	px->timeout_ms = srv->cfg.proxy_idle_timeout_s ? (int)(srv->cfg.proxy_idle_timeout_s * 1000u) : -1;
-	px->head_only = strcmp(r->method, "HEAD") == 0;
-	r->proxy = px;
-	r->upload = 1;
-	r->body_cap = UINT64_MAX;
-	r->feed = feed;
-	r->up_free = up_free;
-
-	const char *te = sbx__srv_header(r, "Transfer-Encoding");
-	const char *cl = sbx__srv_header(r, "Content-Length");
-	px->chunked_in = has_token(te, "chunked");
-	px->upgrade = has_token(sbx__srv_header(r, "Connection"), "upgrade") && sbx__srv_header(r, "Upgrade");
-	sbx_buf h;
-	sbx__buf_init(&h, 256u << 10); /* MHD bounds the head it parsed well below this */
-	sbx__buf_printf(&h, "%s %s HTTP/1.1\r\n", r->method, r->raw_uri ? r->raw_uri : r->url);
-	if (!sbx__srv_header(r, "Host"))
-		sbx__buf_printf(&h, "Host: 127.0.0.1:%u\r\n", port);
-	MHD_get_connection_values(r->c, MHD_HEADER_KIND, add_header, &h);
-	char ip[INET_ADDRSTRLEN + 8];
-	client_ip(r, ip, sizeof(ip));
-	sbx__buf_printf(&h, "X-Forwarded-For: %s\r\nX-Forwarded-Proto: http\r\n", ip);
-	if (px->upgrade)
-		sbx__buf_printf(&h, "Connection: Upgrade\r\nUpgrade: %s\r\n", sbx__srv_header(r, "Upgrade"));
-	else
-		sbx__buf_printf(&h, "Connection: close\r\n");
-	if (px->chunked_in)
-		sbx__buf_printf(&h, "Transfer-Encoding: chunked\r\n");
-	else if (cl)
-		sbx__buf_printf(&h, "Content-Length: %s\r\n", cl);
-	sbx__buf_printf(&h, "\r\n");
-	rc = send_all(px, h.data, h.len);
-	sbx__buf_free(&h);
-	if (rc < 0)
-		px->failed = -rc;
 }
 
 /* ---- response ------------------------------------------------------------ */
@@ -432,7 +258,7 @@ static void body_free(void *cls)
 {
 	struct srv_proxy *px = cls;
 	sbx__srv_park_fini(&px->park);
-	px_put(px);
+	sbx__srv_px_put(px);
 }
 
 static void on_upgrade(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra_in, size_t extra_in_size,
@@ -469,7 +295,7 @@ static const char *head_end(const char *p, size_t n)
 
 /* Reads a whole response head into buf (skipping 1xx other than 101):
  * status and framing in *hd, its header lines at buf[*hs, *he). 0, or
- * -ETIMEDOUT, -E2BIG (past PROXY_BUF), -ECONNRESET (nothing at all),
+ * -ETIMEDOUT, -E2BIG (past SRV_PROXY_BUF), -ECONNRESET (nothing at all),
  * -EPROTO. */
 static int read_head(struct srv_proxy *px, struct head *hd, size_t *hs, size_t *he)
 {
@@ -496,7 +322,7 @@ static int read_head(struct srv_proxy *px, struct head *hd, size_t *hs, size_t *
 			if (n > 18 && strncasecmp(ln, "Transfer-Encoding:", 18) == 0) {
 				char v[256];
 				snprintf(v, sizeof(v), "%.*s", (int)(n - 18), ln + 18);
-				hd->chunked = has_token(v, "chunked");
+				hd->chunked = sbx__srv_proxy_has_token(v, "chunked");
 			} else if (n > 15 && strncasecmp(ln, "Content-Length:", 15) == 0) {
 				char v[32];
 				snprintf(v, sizeof(v), "%.*s", (int)(n - 15), ln + 15);
@@ -529,7 +355,7 @@ static void copy_headers(struct srv_proxy *px, struct MHD_Response *resp, size_t
 		*colon = '\0';
 		char *v = colon + 1;
 		v += strspn(v, " \t");
-		if (strcasecmp(line, "Date") == 0 || (hop_by_hop(line) && !(upgrade && strcasecmp(line, "Upgrade") == 0)))
+		if (strcasecmp(line, "Date") == 0 || (sbx__srv_proxy_hop_by_hop(line) && !(upgrade && strcasecmp(line, "Upgrade") == 0)))
 			continue;
 		MHD_add_response_header(resp, line, v);
 	}
@@ -543,7 +369,7 @@ void sbx__srv_proxy_finish(struct srv_req *r)
 		return;
 	}
 	if (px->chunked_in && !px->failed) {
-		int rc = send_all(px, "0\r\n\r\n", 5);
+		int rc = sbx__srv_px_send_all(px, "0\r\n\r\n", 5);
 		if (rc < 0)
 			px->failed = -rc;
 	}
@@ -600,7 +426,7 @@ void sbx__srv_proxy_finish(struct srv_req *r)
 	struct MHD_Response *resp = MHD_create_response_from_callback(size, 64 * 1024, body_read, px, body_free);
 	if (!resp) {
 		sbx__srv_park_fini(&px->park);
-		px_put(px);
+		sbx__srv_px_put(px);
 		sbx__srv_proxy_error(r, 500, px->port, "out of memory relaying port %u", px->port);
 		return;
 	}

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Private interface of `sbx serve`, the E2B-compatible server: the server
- * and sandbox records, the HTTP glue, and one section per source file.
+ * and sandbox records, the HTTP glue, and one section per source file
+ * (the API handlers' sections are in handlers.h, included at the end).
  * Threading (docs/server.md, "Threads"): libmicrohttpd's one event thread
  * reads requests and writes replies; handlers run on the worker pool
  * (workers.c) while their connection is suspended; waits without a thread
@@ -357,13 +358,47 @@ void sbx__srv_proxy_error(struct srv_req *r, int status, unsigned port, const ch
 /* The domain create/connect answers (getHost's suffix); owned, or NULL. */
 char *sbx__srv_proxy_domain(struct server *srv);
 
-/* ---- proxy_http.c -------------------------------------------------------- */
+/* ---- proxy_request.c, proxy_http.c: HTTP through a user port ----------- */
 
+/* A proxied response's head, and its body's reads, fit in this. */
+#define SRV_PROXY_BUF (64u << 10)
+enum body_mode { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_EOF };
+enum chunk_state { CH_SIZE, CH_DATA, CH_CRLF, CH_TRAILER, CH_DONE };
+struct upg;
+/* One proxied request: the connection into the sandbox and the response's reader. */
+struct srv_proxy {
+	atomic_int refs;             /* the request, and the response reader */
+	struct srv_req *r;           /* valid while the request lives */
+	struct server *srv;
+	char sid[32];
+	unsigned port;
+	int fd;                      /* into the sandbox; -1 once handed on */
+	int chunked_in, upgrade, head_only;
+	int failed;                  /* errno of a failed write to the sandbox */
+	int timeout_ms;              /* -1 = none */
+	int nonblock;                /* the body's reader: fill() never waits */
+	double park_until;           /* the reader's wait ends here (monotonic; 0 = not waiting) */
+	struct srv_park park;        /* the body's reader (once the reply is queued) */
+	enum body_mode mode;
+	enum chunk_state ch;
+	uint64_t left;               /* BODY_LENGTH: bytes left; CH_DATA: in this chunk */
+	struct upg *upg;
+	size_t off, len;             /* unread bytes of buf */
+	char buf[SRV_PROXY_BUF];
+};
 /* After authorization: connects to the port inside the sandbox and sends
  * the request head; the body then streams through r->feed. Replies on error. */
 void sbx__srv_proxy_begin(struct srv_req *r);
 /* After the body: relays the response (streamed), or a 101 and the relay. */
 void sbx__srv_proxy_finish(struct srv_req *r);
+/* proxy_http.c: drops a reference (the last closes and frees px). */
+void sbx__srv_px_put(struct srv_proxy *px);
+/* Writes all of data into the sandbox, each wait bounded: 0 or -errno. */
+int sbx__srv_px_send_all(struct srv_proxy *px, const void *data, size_t n);
+/* proxy_request.c: 1 for a header a proxy must not pass on (hop-by-hop, or routing). */
+int sbx__srv_proxy_hop_by_hop(const char *k);
+/* 1 when the comma-separated list has tok (case-insensitive). */
+int sbx__srv_proxy_has_token(const char *list, const char *tok);
 
 /* ---- relay.c: proxied connections ------------------------------------------ */
 
@@ -453,124 +488,6 @@ void sbx__srv_state_delete(struct server *srv, const char *id);
 int sbx__srv_state_reconcile(struct server *srv, sbx_error **err);
 json_t *sbx__srv_sandbox_to_row(const struct srv_sandbox *s);
 
-/* ---- control.c / templates.c -------------------------------------------- */
-
-void sbx__srv_control(struct srv_req *r, char **seg, size_t nseg);
-/* A sandbox as JSON: detail < 0 create/connect (Sandbox), 0 ListedSandbox,
- * > 0 SandboxDetail. */
-json_t *sbx__srv_sandbox_json(struct server *srv, struct srv_sandbox *s, int detail);
-/* control.c: the request body as a JSON object ({} when empty); NULL after a 400. */
-json_t *sbx__srv_json_object_body(struct srv_req *r);
-
-/* network.c: E2B egress lists. parse: -1 after a 400; *allow and *deny new references
- * (arrays) or NULL. strv: a NULL-terminated copy (NULL for none). update: PUT
- * /sandboxes/ID/network. */
-int sbx__srv_egress_parse(struct srv_req *r, json_t *net, json_t **allow, json_t **deny);
-char **sbx__srv_egress_strv(json_t *arr);
-void sbx__srv_egress_json(json_t *network, const struct srv_sandbox *s);
-void sbx__srv_network_update(struct srv_req *r, struct srv_sandbox *s);
-/* Pauses s as POST /pause does (the caller holds an op reference): 0,
- * -EALREADY when paused, -EBUSY while a pause or resume is under way. */
-int sbx__srv_sandbox_pause(struct srv_sandbox *s, sbx_error **err);
-/* Resumes s when paused (waiting out a pause or resume under way), with
- * the deadline now + secs (connect: only when later; resume_only: always,
- * and -EALREADY when it runs). 1 resumed, 0 was running, -EBUSY, -errno.
- * The caller holds an op reference. */
-int sbx__srv_sandbox_wake(struct srv_sandbox *s, long long secs, int resume_only, sbx_error **err);
-/* Create's `autoResume` ({enabled: bool}; enabled needs autoPause): 0 with
- * *out set, or -EINVAL after replying 400 (autoresume.c). */
-int sbx__srv_parse_auto_resume(struct srv_req *r, json_t *v, int auto_pause, int *out);
-/* Before a request reaches s: 1 when it runs (resumed now when paused with
- * autoResume), 0 when it stays paused. */
-int sbx__srv_sandbox_autoresume(struct srv_sandbox *s);
-/* The CPUs, memory and disk a sandbox of this server is held to (what is
- * enforced; "no limit" as this host's size). */
-void sbx__srv_sandbox_limits(const struct server *srv, const struct srv_sandbox *s, long *cpus,
-			     long long *mem_mb, long long *disk_mb);
-/* GET /sandboxes/{id}/metrics (sandbox_metrics.c). */
-void sbx__srv_metrics_sandbox(struct srv_req *r, struct srv_sandbox *s);
-/* GET /sandboxes, /v2/sandboxes (listing.c). */
-void sbx__srv_list(struct srv_req *r, int v2);
-/* RFC 3339 (Z or +hh:mm, optional fraction) to unix seconds; 0 or -EINVAL. */
-int sbx__srv_parse_rfc3339(double *out, const char *s);
-void sbx__srv_templates(struct srv_req *r, char **seg, size_t nseg);
-/* PUT /templates/{id}/files/{hash}: streams the body into a private file. */
-void sbx__srv_template_files_begin(struct srv_req *r, const char *hash);
-/* templateID (id, name:tag, alias, "base") -> image name (owned); -ENOENT. */
-int sbx__srv_template_resolve(struct server *srv, const char *template_id, char **image_out,
-			 sbx_error **err);
-void sbx__srv_builds_free(struct server *srv);
-char *sbx__srv_rfc3339(double t);
-
-/* ---- snapshots.c, fork.c --------------------------------------------------- */
-
-/* A templateID naming a snapshot: 1 with *image = "snapshot:<provider name>"
- * and *base = the image under it (both owned); 0 when it is none. */
-int sbx__srv_snapshot_resolve(struct server *srv, const char *template_id, char **image, char **base);
-/* POST /sandboxes/{id}/snapshots. */
-void sbx__srv_snapshot_create(struct srv_req *r, struct srv_sandbox *s);
-/* GET /snapshots. */
-void sbx__srv_snapshots_list(struct srv_req *r);
-/* DELETE /templates/{id} for a snapshot: 1 after replying, 0 when id is none. */
-int sbx__srv_snapshot_delete(struct srv_req *r, const char *id);
-/* Appends the snapshots as Template objects (GET /templates). */
-void sbx__srv_snapshot_templates(struct server *srv, json_t *arr);
-/* Marks s as in a transition (no pause or resume meanwhile; one under way
- * is waited out, up to 30 s): 0, or -EBUSY. The caller holds an op reference. */
-int sbx__srv_sandbox_hold(struct srv_sandbox *s);
-void sbx__srv_sandbox_unhold(struct srv_sandbox *s);
-/* POST /sandboxes/{id}/fork. */
-void sbx__srv_fork(struct srv_req *r, struct srv_sandbox *s);
-
-/* ---- data plane ---------------------------------------------------------- */
-
-/* Parses a Connect request body (envelope or bare JSON); NULL + error reply sent. */
-json_t *sbx__srv_connect_body(struct srv_req *r, int streaming);
-int sbx__srv_connect_is_stream(struct srv_req *r);
-/* A protobuf JSON bytes field: standard padded base64 out (owned). */
-char *sbx__srv_json_bytes_encode(const void *data, size_t len);
-/* Decodes one into OUT: either alphabet, padding optional, nothing else.
- * @return 0, -EINVAL or -E2BIG (OUT unchanged on error). */
-int sbx__srv_json_bytes_decode(sbx_buf *out, const char *s);
-/* Appends one envelope (flags 0 or 2) with JSON payload (stolen). */
-int sbx__srv_envelope(sbx_buf *b, unsigned flags, json_t *payload);
-/* Appends the end-stream frame: {} or {"error":{code,message}}. */
-void sbx__srv_end_stream(sbx_buf *b, const char *code, const char *msg);
-/* A stream that sends only an error end-stream (errors before streaming). */
-void sbx__srv_reply_stream_error(struct srv_req *r, const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-double sbx__srv_keepalive_s(struct srv_req *r);
-/* Connect-Timeout-Ms as seconds (0 = none); -1 when malformed. */
-double sbx__srv_connect_timeout_s(struct srv_req *r);
-/* Waits on cv until `deadline` (monotonic) or at most 0.5 s. */
-void sbx__srv_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *lk, double deadline);
-
-void sbx__srv_envd_process(struct srv_req *r, struct srv_sandbox *s, const char *method);
-void sbx__srv_envd_fs(struct srv_req *r, struct srv_sandbox *s, const char *method);
-void sbx__srv_envd_files(struct srv_req *r, struct srv_sandbox *s);
-/* POST /files before its body: the upload's consumer (envd_files.c). */
-void sbx__srv_envd_files_begin(struct srv_req *r, struct srv_sandbox *s);
-/* At shutdown: every process's pump runs once more and, seeing
- * srv->stopping, lets go of its sandbox. */
-void sbx__srv_procs_kick_all(struct server *srv);
-/* Frees the process table (sandbox is going away). */
-void sbx__srv_procs_release(struct srv_sandbox *s);
-/* The user and cwd for a call: user from Basic auth (or default), home dir. */
-char *sbx__srv_user_home(struct srv_sandbox *s, const char *user);
-/* "user" (owned) when the sandbox's /etc/passwd has it, else NULL (root). */
-char *sbx__srv_default_user(struct srv_sandbox *s);
-/* The ancestors of path that do not exist yet, deepest first (owned vector). */
-char **sbx__srv_missing_parents(struct srv_sandbox *s, const char *path);
-/* Resolves a path against the user's home; owned. */
-char *sbx__srv_resolve_path(struct srv_sandbox *s, const char *user, const char *path);
-/* envd's EntryInfo of f (entry_info.c): symlinks resolved to absolute
- * targets inside the sandbox, user.* xattrs as metadata. */
-json_t *sbx__srv_entry_info(struct srv_sandbox *s, const sbx_file_info *f);
-/* user.* extended attributes of an fd (O_PATH works) as a JSON object. */
-json_t *sbx__srv_xattr_metadata(int fd);
-/* Sets user.<key> for each string of meta; 0 or -errno. */
-int sbx__srv_xattr_set_metadata(int fd, json_t *meta);
-
 /* ---- multipart.c --------------------------------------------------------- */
 
 /* Callbacks of the streaming multipart parser; <0 stops it. */
@@ -617,5 +534,7 @@ void sbx__srv_warm_free(struct server *srv);
 
 void sbx__srv_create_lists(char ***labels, char ***env, const struct server *srv, const char *template_id,
 			   json_t *meta, json_t *envs);
+
+#include "handlers.h"
 
 #endif

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The template build executor, shared by build.c (stages, cache chain,
- * alias, lock, public API) and steps.c (what RUN, COPY/ADD and WORKDIR do
- * to the layers).
+ * The template build executor, shared by build.c (the stages' order,
+ * alias, lock, public API), stage.c (one stage and its cache chain) and
+ * steps.c (what RUN, COPY/ADD and WORKDIR do to the layers).
  */
 #ifndef SBX_TEMPLATES_BUILD_INT_H
 #define SBX_TEMPLATES_BUILD_INT_H
@@ -50,6 +50,16 @@ struct build {
 void sbx__build_log(struct build *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Seconds left before the deadline (0 = no deadline; -1 when passed). */
 double sbx__build_left(const struct build *b);
+
+/* stage.c: runs stage si (FROM, then each instruction) into b->final[si]. */
+int sbx__build_stage(struct build *b, size_t si);
+/* sha256 hex of the parts, each followed by '\n'. */
+void sbx__build_sha_hex(char out[65], const char *const *parts);
+void sbx__build_state_clear(struct state *s);
+/* Commits ST's layers and config as NAME; refreshes its layer paths. */
+int sbx__build_commit(struct build *b, struct state *st, const char *name);
+/* For _cleanup_(): frees an image. */
+void sbx__build_image_freep(sbx_image **p);
 
 /* steps.c: the content digest of COPY/ADD sources (into hex[65]). */
 int sbx__step_copy_digest(struct build *b, const struct df_step *s, size_t stage, char hex[65]);

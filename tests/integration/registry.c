@@ -4,8 +4,9 @@
  * docker-registry (distribution) serving a temp dir, images built here from
  * busybox-static as an OCI layout and pushed with skopeo. A second registry
  * over the same storage uses `auth: token`, with a token endpoint served by
- * this test (RS256 JWTs signed by a self-signed certificate made here). Each
- * test starts its own registries on free ports and stops them in the fini.
+ * this test (RS256 JWTs signed by a self-signed certificate made here:
+ * registry_token.c; the OCI layout: registry_oci.c). Each test starts its
+ * own registries on free ports and stops them in the fini.
  */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
@@ -34,24 +35,18 @@
 
 #include "fixtures.h"
 #include "images/pull.h"
+#include "registry.h"
 
-#define USER "alice"
-#define PASS "correct-horse-battery"
-#define MT_INDEX "application/vnd.oci.image.index.v1+json"
-#define MT_MANIFEST "application/vnd.oci.image.manifest.v1+json"
-#define MT_CONFIG "application/vnd.oci.image.config.v1+json"
-#define MT_LAYER "application/vnd.oci.image.layer.v1.tar+gzip"
-
-static char *tmp;                    /* everything this test writes */
+char *tmp;                           /* everything this test writes */
 static sbx_runtime *rt;              /* private store under tmp */
 static pid_t reg_pid = -1, auth_pid = -1;
 static int reg_port, auth_port;
-static char *single_digest, *index_digest, *v2s2_digest;
+char *single_digest, *index_digest;
+static char *v2s2_digest;
 
 /* ---- small helpers ----------------------------------------------------------- */
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
+char *fmt(const char *f, ...)
 {
 	va_list ap;
 	char *s = NULL;
@@ -61,8 +56,7 @@ static char *fmt(const char *f, ...)
 	return s;
 }
 
-static void sh(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *f, ...)
+void sh(const char *f, ...)
 {
 	va_list ap;
 	char *cmd = NULL;
@@ -74,7 +68,7 @@ static void sh(const char *f, ...)
 	free(cmd);
 }
 
-static void write_str(const char *path, const char *data)
+void write_str(const char *path, const char *data)
 {
 	FILE *f = fopen(path, "w");
 	cr_assert_not_null(f, "open %s: %s", path, strerror(errno));
@@ -82,79 +76,6 @@ static void write_str(const char *path, const char *data)
 	fclose(f);
 }
 
-static char *hex_digest(const unsigned char *md, unsigned n)
-{
-	char *s = malloc(8 + 2 * n);
-	snprintf(s, 8, "sha256:");
-	for (unsigned i = 0; i < n; i++)
-		snprintf(s + 7 + 2 * i, 3, "%02x", md[i]);
-	return s;
-}
-
-static char *sha256_file(const char *path, long *size)
-{
-	FILE *f = fopen(path, "rb");
-	cr_assert_not_null(f, "open %s", path);
-	EVP_MD_CTX *c = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(c, EVP_sha256(), NULL);
-	char buf[65536];
-	size_t n;
-	long total = 0;
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
-		EVP_DigestUpdate(c, buf, n);
-		total += (long)n;
-	}
-	fclose(f);
-	unsigned char md[32];
-	unsigned len = 0;
-	EVP_DigestFinal_ex(c, md, &len);
-	EVP_MD_CTX_free(c);
-	if (size)
-		*size = total;
-	return hex_digest(md, len);
-}
-
-/* Moves FILE into the OCI layout's blobs; returns its digest and size. */
-static char *add_blob(const char *file, long *size)
-{
-	char *d = sha256_file(file, size);
-	sh("mv '%s' '%s/oci/blobs/sha256/%s'", file, tmp, d + 7);
-	return d;
-}
-
-static void write_at(const char *rel, const char *data)
-{
-	char *p = fmt("%s/%s", tmp, rel);
-	write_str(p, data);
-	free(p);
-}
-
-static char *add_blob_json(json_t *j, long *size)
-{
-	char *data = json_dumps(j, JSON_COMPACT);
-	char *p = fmt("%s/blob.json", tmp);
-	write_str(p, data);
-	char *d = add_blob(p, size);
-	free(p);
-	free(data);
-	json_decref(j);
-	return d;
-}
-
-/* A layer from directory REL: tar (digest = diffID), then gzip -n (the blob). */
-static char *add_layer(const char *rel, char **diff_out, long *size)
-{
-	char *tar = fmt("%s/layer.tar", tmp);
-	sh("tar --numeric-owner --owner=0 --group=0 --mtime=@0 --sort=name -C '%s/%s' -cf '%s' .",
-	   tmp, rel, tar);
-	*diff_out = sha256_file(tar, NULL);
-	sh("gzip -n -f '%s'", tar);
-	char *gz = fmt("%s.gz", tar);
-	char *d = add_blob(gz, size);
-	free(gz);
-	free(tar);
-	return d;
-}
 
 static int free_port(void)
 {
@@ -175,204 +96,6 @@ static bool port_open(int port)
 	bool ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
 	close(fd);
 	return ok;
-}
-
-/* ---- the token endpoint ------------------------------------------------------ */
-
-static EVP_PKEY *tok_key;
-static char *tok_x5c;
-static int tok_fd = -1, tok_port;
-static pthread_t tok_thread;
-static int tok_granted, tok_refused;
-
-static char *b64url(const unsigned char *d, size_t n)
-{
-	char *s = malloc(4 * ((n + 2) / 3) + 1);
-	int len = EVP_EncodeBlock((unsigned char *)s, d, (int)n);
-	while (len > 0 && s[len - 1] == '=')
-		len--;
-	s[len] = '\0';
-	for (char *p = s; *p; p++)
-		*p = *p == '+' ? '-' : *p == '/' ? '_' : *p;
-	return s;
-}
-
-/* An RS256 JWT the registry accepts: x5c names our certificate. */
-static char *make_token(const char *sub, const char *repo)
-{
-	json_t *hdr = json_pack("{s:s, s:s, s:[s]}", "typ", "JWT", "alg", "RS256", "x5c", tok_x5c);
-	json_t *access = json_array();
-	if (repo)
-		json_array_append_new(access, json_pack("{s:s, s:s, s:[s]}", "type", "repository",
-							"name", repo, "actions", "pull"));
-	long now = (long)time(NULL);
-	unsigned char rnd[8];
-	RAND_bytes(rnd, sizeof(rnd));
-	char *jti = b64url(rnd, sizeof(rnd));
-	json_t *claims = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:o}", "iss", "sbx-test",
-				   "sub", sub, "aud", "sbx-registry", "exp", (json_int_t)now + 600,
-				   "nbf", (json_int_t)now - 60, "iat", (json_int_t)now, "jti", jti,
-				   "access", access);
-	char *h = json_dumps(hdr, JSON_COMPACT), *c = json_dumps(claims, JSON_COMPACT);
-	char *h64 = b64url((unsigned char *)h, strlen(h)), *c64 = b64url((unsigned char *)c, strlen(c));
-	char *input = fmt("%s.%s", h64, c64);
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	size_t siglen = 0;
-	EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, tok_key);
-	EVP_DigestSign(md, NULL, &siglen, (unsigned char *)input, strlen(input));
-	unsigned char *sig = malloc(siglen);
-	EVP_DigestSign(md, sig, &siglen, (unsigned char *)input, strlen(input));
-	char *s64 = b64url(sig, siglen);
-	char *tok = fmt("%s.%s", input, s64);
-	EVP_MD_CTX_free(md);
-	free(sig), free(s64), free(input), free(h64), free(c64), free(h), free(c), free(jti);
-	json_decref(hdr);
-	json_decref(claims);
-	return tok;
-}
-
-static void url_decode(char *s)
-{
-	char *o = s;
-	for (; *s; s++) {
-		if (*s == '%' && s[1] && s[2]) {
-			char hex[3] = { s[1], s[2], 0 };
-			*o++ = (char)strtol(hex, NULL, 16);
-			s += 2;
-		} else {
-			*o++ = *s == '+' ? ' ' : *s;
-		}
-	}
-	*o = '\0';
-}
-
-/* GET /token?scope=repository:NAME:pull&service=...; Basic USER:PASS or anonymous. */
-static void token_request(int c)
-{
-	char req[16384] = "";
-	size_t n = 0;
-	while (n < sizeof(req) - 1 && !strstr(req, "\r\n\r\n")) {
-		ssize_t r = read(c, req + n, sizeof(req) - 1 - n);
-		if (r <= 0)
-			return;
-		n += (size_t)r;
-		req[n] = '\0';
-	}
-	char repo[256] = "";
-	char *scope = strstr(req, "scope=");
-	if (scope) {
-		scope += 6;
-		size_t len = strcspn(scope, "& ");
-		char buf[512];
-		snprintf(buf, sizeof(buf), "%.*s", (int)len, scope);
-		url_decode(buf);
-		char *a = strchr(buf, ':'), *b = strrchr(buf, ':');
-		if (a && b > a)
-			snprintf(repo, sizeof(repo), "%.*s", (int)(b - a - 1), a + 1);
-	}
-	const char *who = "anonymous";
-	bool ok = true;
-	char *auth = strcasestr(req, "\r\nAuthorization: Basic ");
-	if (auth) {
-		auth += 23;
-		char b64[512];
-		snprintf(b64, sizeof(b64), "%.*s", (int)strcspn(auth, "\r\n"), auth);
-		unsigned char plain[512];
-		int len = EVP_DecodeBlock(plain, (unsigned char *)b64, (int)strlen(b64));
-		while (len > 0 && plain[len - 1] == '\0')
-			len--;
-		ok = len >= 0 && (size_t)len == strlen(USER ":" PASS) &&
-		     memcmp(plain, USER ":" PASS, (size_t)len) == 0;
-		who = USER;
-	}
-	char *resp;
-	if (!ok) {
-		__atomic_add_fetch(&tok_refused, 1, __ATOMIC_SEQ_CST);
-		const char *body = "{\"errors\":[{\"code\":\"UNAUTHORIZED\",\"message\":\"bad password\"}]}";
-		resp = fmt("HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
-			   "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", strlen(body), body);
-	} else {
-		/* anonymous callers get a token without access */
-		char *tok = make_token(who, auth && *repo ? repo : NULL);
-		if (auth)
-			__atomic_add_fetch(&tok_granted, 1, __ATOMIC_SEQ_CST);
-		char *body = fmt("{\"token\":\"%s\",\"expires_in\":600}", tok);
-		resp = fmt("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-			   "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", strlen(body), body);
-		free(body);
-		free(tok);
-	}
-	size_t off = 0, len = strlen(resp);
-	while (off < len) {
-		ssize_t w = write(c, resp + off, len - off);
-		if (w <= 0)
-			break;
-		off += (size_t)w;
-	}
-	free(resp);
-}
-
-static void *token_main(void *arg)
-{
-	(void)arg;
-	for (;;) {
-		int c = accept4(tok_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (c < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			return NULL;
-		}
-		token_request(c);
-		close(c);
-	}
-}
-
-/* A key and self-signed certificate; the registry trusts the certificate. */
-static void token_start(const char *cert_path)
-{
-	tok_key = EVP_RSA_gen(2048);
-	cr_assert_not_null(tok_key);
-	X509 *x = X509_new();
-	X509_set_version(x, 2);
-	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-	X509_gmtime_adj(X509_getm_notBefore(x), -3600);
-	X509_gmtime_adj(X509_getm_notAfter(x), 86400);
-	X509_set_pubkey(x, tok_key);
-	X509_NAME *nm = X509_get_subject_name(x);
-	X509_NAME_add_entry_by_txt(nm, "CN", MBSTRING_ASC, (const unsigned char *)"sbx-test-token",
-				   -1, -1, 0);
-	X509_set_issuer_name(x, nm);
-	cr_assert(X509_sign(x, tok_key, EVP_sha256()) > 0);
-	FILE *f = fopen(cert_path, "w");
-	PEM_write_X509(f, x);
-	fclose(f);
-	unsigned char *der = NULL;
-	int n = i2d_X509(x, &der);
-	tok_x5c = malloc(4 * ((size_t)(n + 2) / 3) + 1);
-	EVP_EncodeBlock((unsigned char *)tok_x5c, der, n);
-	OPENSSL_free(der);
-	X509_free(x);
-
-	tok_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	cr_assert(bind(tok_fd, (struct sockaddr *)&a, sizeof(a)) == 0);
-	cr_assert(listen(tok_fd, 16) == 0);
-	cr_assert(getsockname(tok_fd, (struct sockaddr *)&a, &len) == 0);
-	tok_port = ntohs(a.sin_port);
-	cr_assert_eq(pthread_create(&tok_thread, NULL, token_main, NULL), 0);
-}
-
-static void token_stop(void)
-{
-	if (tok_fd < 0)
-		return;
-	shutdown(tok_fd, SHUT_RDWR);
-	close(tok_fd);
-	tok_fd = -1;
-	pthread_join(tok_thread, NULL);
-	EVP_PKEY_free(tok_key);
-	free(tok_x5c);
 }
 
 /* ---- registries --------------------------------------------------------------- */
@@ -415,71 +138,6 @@ static void stop(pid_t *pid)
 	}
 }
 
-/* Builds the OCI layout: "single" (amd64, 2 layers) and "multi" (arm64 + amd64 index). */
-static void build_images(void)
-{
-	sh("mkdir -p '%s/oci/blobs/sha256' '%s/l1' '%s/l2/etc' '%s/l3/etc'", tmp, tmp, tmp, tmp);
-	write_at("oci/oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}");
-	const char *dirs = "bin sbin usr/bin etc tmp root proc dev sys var/tmp home/user work";
-	sh("cd '%s/l1' && mkdir -p %s && chmod 1777 tmp && cp /bin/busybox bin/busybox && "
-	   "for a in sh true cat echo ls id; do ln -s busybox bin/$a; done && "
-	   "printf 'root:x:0:0:root:/root:/bin/sh\\n' > etc/passwd && "
-	   "printf 'root:x:0:\\n' > etc/group", tmp, dirs);
-	write_at("l2/etc/pulled", "hello from the registry\n");
-	write_at("l3/etc/arch", "arm64\n");
-	char *diff1, *diff2, *diff3;
-	long s1, s2, s3, sc, sm, sa, sx;
-	char *l1 = add_layer("l1", &diff1, &s1);
-	char *l2 = add_layer("l2", &diff2, &s2);
-	char *l3 = add_layer("l3", &diff3, &s3);
-	char *cfg = add_blob_json(json_pack("{s:s, s:s, s:{s:[s,s], s:s, s:[s]}, s:{s:s, s:[s,s]}}",
-					    "architecture", "amd64", "os", "linux", "config", "Env",
-					    "PATH=/bin:/usr/bin", "FROM_REGISTRY=1", "WorkingDir",
-					    "/root", "Cmd", "/bin/sh", "rootfs", "type", "layers",
-					    "diff_ids", diff1, diff2),
-				  &sc);
-	char *man = add_blob_json(
-		json_pack("{s:i, s:s, s:{s:s, s:s, s:I}, s:[{s:s, s:s, s:I}, {s:s, s:s, s:I}]}",
-			  "schemaVersion", 2, "mediaType", MT_MANIFEST, "config", "mediaType",
-			  MT_CONFIG, "digest", cfg, "size", (json_int_t)sc, "layers", "mediaType",
-			  MT_LAYER, "digest", l1, "size", (json_int_t)s1, "mediaType", MT_LAYER,
-			  "digest", l2, "size", (json_int_t)s2),
-		&sm);
-	char *cfg_arm = add_blob_json(json_pack("{s:s, s:s, s:s, s:{}, s:{s:s, s:[s]}}",
-						"architecture", "arm64", "variant", "v8", "os", "linux",
-						"config", "rootfs", "type", "layers", "diff_ids", diff3),
-				      &sx);
-	char *man_arm = add_blob_json(
-		json_pack("{s:i, s:s, s:{s:s, s:s, s:I}, s:[{s:s, s:s, s:I}]}", "schemaVersion", 2,
-			  "mediaType", MT_MANIFEST, "config", "mediaType", MT_CONFIG, "digest",
-			  cfg_arm, "size", (json_int_t)sx, "layers", "mediaType", MT_LAYER, "digest",
-			  l3, "size", (json_int_t)s3),
-		&sa);
-	long si;
-	char *idx = add_blob_json(
-		json_pack("{s:i, s:s, s:[{s:s, s:s, s:I, s:{s:s, s:s, s:s}}, "
-			  "{s:s, s:s, s:I, s:{s:s, s:s}}]}",
-			  "schemaVersion", 2, "mediaType", MT_INDEX, "manifests", "mediaType",
-			  MT_MANIFEST, "digest", man_arm, "size", (json_int_t)sa, "platform",
-			  "architecture", "arm64", "os", "linux", "variant", "v8", "mediaType",
-			  MT_MANIFEST, "digest", man, "size", (json_int_t)sm, "platform",
-			  "architecture", "amd64", "os", "linux"),
-		&si);
-	json_t *top = json_pack(
-		"{s:i, s:[{s:s, s:s, s:I, s:{s:s}}, {s:s, s:s, s:I, s:{s:s}}]}", "schemaVersion", 2,
-		"manifests", "mediaType", MT_MANIFEST, "digest", man, "size", (json_int_t)sm,
-		"annotations", "org.opencontainers.image.ref.name", "single", "mediaType", MT_INDEX,
-		"digest", idx, "size", (json_int_t)si, "annotations",
-		"org.opencontainers.image.ref.name", "multi");
-	char *data = json_dumps(top, JSON_COMPACT);
-	write_at("oci/index.json", data);
-	free(data);
-	json_decref(top);
-	single_digest = man;
-	index_digest = idx;
-	free(l1), free(l2), free(l3), free(diff1), free(diff2), free(diff3);
-	free(cfg), free(cfg_arm), free(man_arm);
-}
 
 static void push(const char *src, const char *dest, const char *flags)
 {

@@ -3,8 +3,9 @@
  * The `local` provider: sandboxes from Linux namespaces, overlayfs and
  * cgroups on this host. This file is the lifecycle: create (the order of
  * control socket, cgroups, spawn, state file and the handshake of setup.c),
- * open by id from any process, destroy, list, and GC of whatever a crashed
- * process left. The other files of this directory each own one concern.
+ * open by id from any process, and destroy; gc.c lists and collects what a
+ * crashed process left, ops.c is the ops table. The other files of this
+ * directory each own one concern.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -33,7 +34,7 @@
 #include "net/net.h"
 #include "proto.h"
 
-static int local_init(void **ctx_out, sbx_runtime *rt, sbx_error **err)
+int sbx__local_init(void **ctx_out, sbx_runtime *rt, sbx_error **err)
 {
 	struct local_ctx *c = xcalloc(1, sizeof(*c));
 	c->rt = rt;
@@ -52,7 +53,7 @@ static int local_init(void **ctx_out, sbx_runtime *rt, sbx_error **err)
 	return 0;
 }
 
-static void local_fini(void *ctx)
+void sbx__local_fini(void *ctx)
 {
 	struct local_ctx *c = ctx;
 	if (!c)
@@ -66,7 +67,7 @@ static void local_fini(void *ctx)
 	free(c);
 }
 
-static struct local_sb *sb_new(struct local_ctx *c, const char *id)
+struct local_sb *sbx__local_sb_new(struct local_ctx *c, const char *id)
 {
 	struct local_sb *sb = xcalloc(1, sizeof(*sb));
 	sb->ctx = c;
@@ -104,7 +105,7 @@ uint32_t sbx__local_id_base(struct local_sb *sb)
 	return sb->id_base;
 }
 
-static void local_close(void *h)
+void sbx__local_close(void *h)
 {
 	struct local_sb *sb = h;
 	if (!sb)
@@ -161,7 +162,7 @@ static void hold_mntns(struct local_sb *sb)
 	sb->mntns = fd;
 }
 
-static char *path_of(const struct local_sb *sb, const char *ext)
+char *sbx__local_path_of(const struct local_sb *sb, const char *ext)
 {
 	return xasprintf("%s.%s", sb->dir, ext);
 }
@@ -171,7 +172,7 @@ static char *path_of(const struct local_sb *sb, const char *ext)
  * network links, its writable layer on disk, the cgroups, the socket, and
  * last the state file, so a teardown cut short is still listed and finished
  * by GC. */
-static int teardown(struct local_sb *sb, sbx_error **err)
+int sbx__local_teardown(struct local_sb *sb, sbx_error **err)
 {
 	if (sb->rootfd >= 0) {
 		close(sb->rootfd);
@@ -198,8 +199,8 @@ static int teardown(struct local_sb *sb, sbx_error **err)
 	if (r < 0)
 		return r;
 	double t2 = sbx__now_mono();
-	_cleanup_free_ char *sock = path_of(sb, "sock");
-	_cleanup_free_ char *state = path_of(sb, "json");
+	_cleanup_free_ char *sock = sbx__local_path_of(sb, "sock");
+	_cleanup_free_ char *state = sbx__local_path_of(sb, "json");
 	if ((unlink(sock) < 0 && errno != ENOENT) || (unlink(state) < 0 && errno != ENOENT))
 		return sbx_error_setsys(err, -errno, errno, "remove state of sandbox %s", sb->id);
 	SBX_LOGD("local: teardown %s: kill %.2f ms, cgroups %.2f ms, files %.2f ms", sb->id, (t1 - t0) * 1e3,
@@ -227,7 +228,7 @@ static int write_state(struct local_sb *sb, const sbx_sandbox_opts *o, sbx_error
 		.frozen = sb->frozen,
 	};
 	st.expires = o->ttl_s ? st.created + o->ttl_s : 0;
-	_cleanup_free_ char *path = path_of(sb, "json");
+	_cleanup_free_ char *path = sbx__local_path_of(sb, "json");
 	return sbx__state_write(path, &st, err);
 }
 
@@ -262,7 +263,7 @@ static int create_impl(void **sb_out, char **id_out, struct local_ctx *c, const 
 		snprintf(id, sizeof(id), "%s", preset);
 	else
 		sbx__random_hex(id, LOCAL_ID_LEN);
-	struct local_sb *sb = sb_new(c, id);
+	struct local_sb *sb = sbx__local_sb_new(c, id);
 	int listener = -1, sync[2] = { -1, -1 }, cg_procs[CG_N], n_cg = 0;
 	struct sbx_nsset ns = SBX_NSSET_INIT;
 	double t0 = sbx__now_mono(), t_stage = 0, t_spawn = 0, t_state = 0;
@@ -354,15 +355,15 @@ out:
 	if (sync[1] >= 0)
 		close(sync[1]);
 	if (sb) {
-		teardown(sb, NULL);
-		local_close(sb);
+		sbx__local_teardown(sb, NULL);
+		sbx__local_close(sb);
 	}
 	sbx_image_free(img);
 	sbx__nspool_kick(&c->pool);
 	return r;
 }
 
-static int local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandbox_opts *o,
+int sbx__local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandbox_opts *o,
 			sbx_error **err)
 {
 	if (sbx__local_is_snapshot_image(o->image))
@@ -382,22 +383,22 @@ int sbx__local_create_frozen(void **sb_out, char **id_out, struct local_ctx *c, 
 	return create_impl(sb_out, id_out, c, o, NULL, 0, frozen, err);
 }
 
-static int valid_id(const char *id)
+int sbx__local_valid_id(const char *id)
 {
 	return strlen(id) == LOCAL_ID_LEN && strspn(id, "0123456789abcdef") == LOCAL_ID_LEN;
 }
 
-static int local_open(void **sb_out, void *ctx, const char *id, sbx_error **err)
+int sbx__local_open(void **sb_out, void *ctx, const char *id, sbx_error **err)
 {
 	struct local_ctx *c = ctx;
-	if (!valid_id(id))
+	if (!sbx__local_valid_id(id))
 		return sbx_error_set(err, -ENOENT, "no sandbox '%s' (ids are %d hex digits)", id, LOCAL_ID_LEN);
-	struct local_sb *sb = sb_new(c, id);
+	struct local_sb *sb = sbx__local_sb_new(c, id);
 	struct local_state st;
-	_cleanup_free_ char *path = path_of(sb, "json");
+	_cleanup_free_ char *path = sbx__local_path_of(sb, "json");
 	int r = sbx__state_read(&st, path, NULL);
 	if (r < 0) {
-		local_close(sb);
+		sbx__local_close(sb);
 		return sbx_error_set(err, -ENOENT, "no sandbox '%s' in %s", id, c->dir);
 	}
 	sb->pid = st.pid;
@@ -406,362 +407,24 @@ static int local_open(void **sb_out, void *ctx, const char *id, sbx_error **err)
 	sb->memory_mb = st.spec.memory_mb ? st.spec.memory_mb : sbx__cg_default_memory_mb();
 	sbx__state_clear(&st);
 	if (!sbx__proc_alive(sb->pid, sb->start)) {
-		local_close(sb);
+		sbx__local_close(sb);
 		return sbx_error_set(err, -ESRCH, "sandbox %s is not running (run 'sbx gc' to remove it)", id);
 	}
 	sb->pidfd = (int)syscall(SYS_pidfd_open, sb->pid, 0);
 	/* The pid could have been reused between the check and the open. */
 	if (sb->pidfd >= 0 && !sbx__proc_alive(sb->pid, sb->start)) {
-		local_close(sb);
+		sbx__local_close(sb);
 		return sbx_error_set(err, -ESRCH, "sandbox %s is not running", id);
 	}
 	*sb_out = sb;
 	return 0;
 }
 
-static int local_destroy(void *h, sbx_error **err)
+int sbx__local_destroy(void *h, sbx_error **err)
 {
 	struct local_sb *sb = h;
-	int r = teardown(sb, err);
+	int r = sbx__local_teardown(sb, err);
 	if (r == 0)
 		SBX_LOGD("local: destroyed %s", sb->id);
 	return r;
 }
-
-static int local_exec(sbx_exec_result *out, void *h, const sbx_exec_opts *o, sbx_error **err)
-{
-	return sbx__local_exec(out, h, o, err);
-}
-
-static int local_write(void *h, const char *path, const void *data, size_t len, unsigned mode,
-		       sbx_error **err)
-{
-	struct sbx_fsid fs;
-	int r = sbx__idmap_enter(sbx__local_id_base(h), &fs);
-	if (r < 0)
-		return sbx_error_setsys(err, r, -r, "become root of the sandbox to write into it");
-	r = sbx__local_write_file(h, path, data, len, mode, err);
-	sbx__idmap_leave(&fs);
-	return r;
-}
-
-static int local_read(void **data, size_t *len, void *h, const char *path, size_t max, sbx_error **err)
-{
-	return sbx__local_read_file(data, len, h, path, max, err);
-}
-
-static int local_upload(void *h, const char *src, const char *dst, sbx_error **err)
-{
-	struct sbx_fsid fs;
-	int r = sbx__idmap_enter(sbx__local_id_base(h), &fs);
-	if (r < 0)
-		return sbx_error_setsys(err, r, -r, "become root of the sandbox to write into it");
-	r = sbx__local_upload(h, src, dst, err);
-	sbx__idmap_leave(&fs);
-	return r;
-}
-
-static int local_download(void *h, const char *src, const char *dst, sbx_error **err)
-{
-	return sbx__local_download(h, src, dst, err);
-}
-
-static int local_set_timeout(void *h, unsigned ttl_s, sbx_error **err)
-{
-	struct local_sb *sb = h;
-	int r = sbx__local_request(sb, M_SET_TTL, (uint64_t)ttl_s * 1000, NULL, err);
-	if (r < 0)
-		return r;
-	struct local_state st;
-	_cleanup_free_ char *path = path_of(sb, "json");
-	if (sbx__state_read(&st, path, NULL) == 0) {
-		st.expires = ttl_s ? sbx__now_real() + ttl_s : 0;
-		r = sbx__state_write(path, &st, err);
-		sbx__state_clear(&st);
-	}
-	return r;
-}
-
-/* Whether someone still listens on <id>.sock: a create in flight (its
- * process holds the listener until init takes it over) or a live init. */
-static int sock_listening(struct local_ctx *c, const char *id)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s.sock", c->dir, id);
-	if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
-		return 0;
-	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return 0;
-	return connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN;
-}
-
-static int local_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_error **err)
-{
-	struct local_ctx *c = ctx;
-	_cleanup_closedir_ DIR *d = opendir(c->dir);
-	if (!d)
-		return sbx_error_setsys(err, -errno, errno, "list %s", c->dir);
-	sbx_sandbox_info *v = NULL;
-	size_t n = 0;
-	struct dirent *de;
-	double now = sbx__now_real();
-	while ((de = readdir(d))) {
-		size_t len = strlen(de->d_name);
-		if (len != LOCAL_ID_LEN + 5 || strcmp(de->d_name + LOCAL_ID_LEN, ".json") != 0)
-			continue;
-		_cleanup_free_ char *path = xasprintf("%s/%s", c->dir, de->d_name);
-		struct local_state st;
-		if (sbx__state_read(&st, path, NULL) < 0)
-			continue;
-		v = xrealloc(v, (n + 1) * sizeof(*v));
-		sbx_sandbox_info *i = &v[n++];
-		memset(i, 0, sizeof(*i));
-		int alive = sbx__proc_alive(st.pid, st.start);
-
-		int owner_alive = sbx__proc_alive(st.owner, st.owner_start);
-		i->id = xstrdup(st.id);
-		i->provider = xstrdup("local");
-		i->image = xstrdup(st.image);
-		i->state = xstrdup(alive ? "running" : "dead");
-		i->labels = steal_ptr(&st.labels);
-		i->created_at = st.created;
-		i->expires_at = st.expires;
-		i->pid = st.pid;
-		i->leaked = !alive;
-		if (alive && !st.detach && !owner_alive)
-			i->leaked = 1;
-		if (alive && st.expires && now > st.expires + 5)
-			i->leaked = 1;
-		sbx__state_clear(&st);
-	}
-	/* Groups, writable layers, sockets or half-written state files with no
-	 * state file: a crash between the cgroups and the state file. They are
-	 * listed as dead so GC removes them. */
-	char **orphans = sbx__cg_list(sbx__local_cg(c));
-	char **layers = sbx__scratch_list(&c->scratch);
-	for (size_t k = 0; layers && layers[k]; k++)
-		if (valid_id(layers[k]) && !sbx__strv_contains(orphans, layers[k]))
-			sbx__strv_push(&orphans, layers[k]);
-	sbx__strv_free(layers);
-	rewinddir(d);
-	while ((de = readdir(d))) {
-		const char *name = de->d_name;
-		if (strlen(name) <= LOCAL_ID_LEN || name[LOCAL_ID_LEN] != '.' ||
-		    strcmp(name + LOCAL_ID_LEN, ".json") == 0)
-			continue;
-		char oid[LOCAL_ID_LEN + 1];
-		snprintf(oid, sizeof(oid), "%.*s", LOCAL_ID_LEN, name);
-		if (valid_id(oid) && !sbx__strv_contains(orphans, oid))
-			sbx__strv_push(&orphans, oid);
-	}
-	for (size_t k = 0; orphans && orphans[k]; k++) {
-		_cleanup_free_ char *path = xasprintf("%s/%s.json", c->dir, orphans[k]);
-		if (access(path, F_OK) == 0 || sock_listening(c, orphans[k]))
-			continue;
-		v = xrealloc(v, (n + 1) * sizeof(*v));
-		sbx_sandbox_info *i = &v[n++];
-		memset(i, 0, sizeof(*i));
-		i->id = xstrdup(orphans[k]);
-		i->provider = xstrdup("local");
-		i->image = xstrdup("");
-		i->state = xstrdup("dead");
-		i->leaked = 1;
-	}
-	sbx__strv_free(orphans);
-	sbx__frozen_list(c, &v, &n);
-	*out = v;
-	*n_out = n;
-	return 0;
-}
-
-/* State files a killed writer left half-written (<id>.json.tmp.*); GC only. */
-static int remove_tmp_files(struct local_ctx *c, const char *id)
-{
-	_cleanup_closedir_ DIR *d = opendir(c->dir);
-	_cleanup_free_ char *prefix = xasprintf("%s.json.tmp.", id);
-	struct dirent *de;
-	int n = 0;
-	while (d && (de = readdir(d)))
-		if (strncmp(de->d_name, prefix, strlen(prefix)) == 0 && unlinkat(dirfd(d), de->d_name, 0) == 0)
-			n++;
-	return n > 0;
-}
-
-static int local_destroy_id(void *ctx, const char *id, sbx_error **err)
-{
-	struct local_ctx *c = ctx;
-	if (!strncmp(id, FROZEN_ID_PREFIX, strlen(FROZEN_ID_PREFIX)))
-		return sbx__frozen_destroy(c, id + strlen(FROZEN_ID_PREFIX), err);
-	if (!valid_id(id))
-		return sbx_error_set(err, -ENOENT, "no sandbox '%s'", id);
-	struct local_sb *sb = sb_new(c, id);
-	struct local_state st;
-	_cleanup_free_ char *path = path_of(sb, "json");
-	int have = sbx__state_read(&st, path, NULL) == 0;
-	if (have) {
-		sb->frozen = steal_ptr(&st.frozen);
-		if (sbx__proc_alive(st.pid, st.start)) {
-			sb->pid = st.pid;
-			sb->start = st.start;
-			sb->pidfd = (int)syscall(SYS_pidfd_open, sb->pid, 0);
-		}
-		sbx__state_clear(&st);
-	}
-	char **cgs = sbx__cg_list(sbx__local_cg(c));
-	_cleanup_free_ char *sock = path_of(sb, "sock");
-	int exists = have || access(sock, F_OK) == 0 || sbx__net_marked(sb->dir) ||
-		     sbx__scratch_exists(&c->scratch, id);
-	for (size_t k = 0; cgs && cgs[k]; k++)
-		exists |= strcmp(cgs[k], id) == 0;
-	sbx__strv_free(cgs);
-	int r = teardown(sb, err);
-	if (r == 0)
-		exists |= remove_tmp_files(c, id);
-	local_close(sb);
-	if (r == 0 && !exists)
-		return sbx_error_set(err, -ENOENT, "no sandbox '%s'", id);
-	return r;
-}
-
-static int l_proc_start(void **proc, struct sbx_process_fds *fds, void *h, const sbx_exec_opts *o,
-			int keep_stdin, sbx_error **err)
-{
-	int start_exit = 0;
-	char msg[1024] = "";
-	int r = sbx__local_proc_start((struct local_proc **)proc, fds, h, o, keep_stdin, 0, &start_exit, msg,
-				      sizeof(msg), err);
-	if (r == -ENOENT && start_exit)
-		r = sbx_error_set(err, start_exit == 127 ? -ENOENT : -EACCES, "%s", msg);
-	/* sbx_process owns fds->in_fd from here (sbx_process_close_stdin() and
-	 * sbx_process_free() close it); a second close here would hit whatever
-	 * the process opened under that number meanwhile. */
-	if (r == 0)
-		sbx__local_proc_give_stdin(*proc);
-	return r;
-}
-
-static int l_proc_poll(void *p, int *status, int *timed_out, int block, sbx_error **err)
-{
-	return sbx__local_proc_poll(p, status, timed_out, block, NULL, NULL, 0, err);
-}
-
-static int l_proc_signal(void *p, int sig, sbx_error **err)
-{
-	return sbx__local_proc_signal(p, sig, err);
-}
-
-static void l_proc_free(void *p, int kill)
-{
-	sbx__local_proc_free(p, kill);
-}
-
-static int l_stat(sbx_file_info *out, void *h, const char *path, sbx_error **err)
-{
-	return sbx__local_stat(out, h, path, err);
-}
-
-static int l_list(sbx_file_info **out, size_t *n, void *h, const char *dir, unsigned depth, sbx_error **err)
-{
-	return sbx__local_list_dir(out, n, h, dir, depth, err);
-}
-
-static int l_mkdir(void *h, const char *path, unsigned mode, sbx_error **err)
-{
-	struct sbx_fsid fs;
-	int r = sbx__idmap_enter(sbx__local_id_base(h), &fs);
-	if (r < 0)
-		return sbx_error_setsys(err, r, -r, "become root of the sandbox to write into it");
-	r = sbx__local_mkdir(h, path, mode, err);
-	sbx__idmap_leave(&fs);
-	return r;
-}
-
-static int l_rename(void *h, const char *from, const char *to, sbx_error **err)
-{
-	return sbx__local_rename(h, from, to, err);
-}
-
-static int l_remove(void *h, const char *path, int force, sbx_error **err)
-{
-	return sbx__local_remove(h, path, force, err);
-}
-
-static int l_chown(void *h, const char *path, const char *user, sbx_error **err)
-{
-	return sbx__local_chown(h, path, user, err);
-}
-
-static int l_path_fd(int *fd, void *h, const char *path, sbx_error **err)
-{
-	return sbx__local_path_fd(fd, h, path, err);
-}
-
-static int l_set_egress(void *h, const char *const *allow, const char *const *deny, sbx_error **err)
-{
-	struct local_sb *sb = h;
-	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
-	o.allow_out = allow;
-	o.deny_out = deny;
-	return sbx__net_set_egress(sb->dir, sb->id, &o, err);
-}
-
-static int l_connect_port(int *fd, void *h, unsigned port, sbx_error **err)
-{
-	return sbx__local_connect_port(fd, h, port, err);
-}
-
-static int l_pause(void *h, sbx_error **err)
-{
-	struct local_sb *sb = h;
-	return sbx__cg_freeze(sbx__local_cg(sb->ctx), sb->id, 1, err);
-}
-
-static int l_resume(void *h, sbx_error **err)
-{
-	struct local_sb *sb = h;
-	return sbx__cg_freeze(sbx__local_cg(sb->ctx), sb->id, 0, err);
-}
-
-extern const sbx_provider_desc sbx_provider_local_desc;
-
-const sbx_provider_ops sbx_provider_local = {
-	.version = SBX_PROVIDER_OPS_VERSION,
-	.name = "local",
-	.desc = &sbx_provider_local_desc,
-	.init = local_init,
-	.fini = local_fini,
-	.create = local_create,
-	.open = local_open,
-	.exec = local_exec,
-	.write_file = local_write,
-	.read_file = local_read,
-	.upload = local_upload,
-	.download = local_download,
-	.set_timeout = local_set_timeout,
-	.destroy = local_destroy,
-	.close = local_close,
-	.list = local_list,
-	.destroy_id = local_destroy_id,
-	.process_start = l_proc_start,
-	.process_poll = l_proc_poll,
-	.process_signal = l_proc_signal,
-	.process_free = l_proc_free,
-	.stat = l_stat,
-	.list_dir = l_list,
-	.mkdir = l_mkdir,
-	.rename = l_rename,
-	.remove = l_remove,
-	.chown = l_chown,
-	.path_fd = l_path_fd,
-	.pause = l_pause,
-	.resume = l_resume,
-	.features = SBX_PROVIDER_TTY,
-	.limits = sbx__local_limits,
-	.stats = sbx__local_stats,
-	.connect_port = l_connect_port,
-	.fork = sbx__local_fork,
-	.snapshot = sbx__local_snapshot,
-	.snapshot_remove = sbx__local_snapshot_remove,
-	.set_egress = l_set_egress,
-};

@@ -150,6 +150,23 @@ struct local_sb {
 				id_base, or a fork's ancestor's (then an idmapped upper) */
 	char **frozen;      /* frozen layers below its own (frozen.c), bottom first; NULL = none */
 };
+/* local.c: the lifecycle ops (ops.c holds the table) and what gc.c shares:
+ * a handle for id (nothing opened), its <dir>.EXT path, and the teardown of
+ * everything it holds on the host. */
+int sbx__local_init(void **ctx_out, sbx_runtime *rt, sbx_error **err);
+void sbx__local_fini(void *ctx);
+int sbx__local_create(void **sb_out, char **id_out, void *ctx, const sbx_sandbox_opts *o, sbx_error **err);
+int sbx__local_open(void **sb_out, void *ctx, const char *id, sbx_error **err);
+int sbx__local_destroy(void *h, sbx_error **err);
+void sbx__local_close(void *h);
+struct local_sb *sbx__local_sb_new(struct local_ctx *c, const char *id);
+char *sbx__local_path_of(const struct local_sb *sb, const char *ext);
+int sbx__local_teardown(struct local_sb *sb, sbx_error **err);
+/* Whether id has the form of a sandbox id (LOCAL_ID_LEN hex digits). */
+int sbx__local_valid_id(const char *id);
+/* gc.c: the list and destroy_id ops (orphans included, for GC). */
+int sbx__local_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_error **err);
+int sbx__local_destroy_id(void *ctx, const char *id, sbx_error **err);
 /* local.c: host id of the sandbox's root (0 for userns=host): files the host
  * creates inside belong to base + the id inside. */
 uint32_t sbx__local_id_base(struct local_sb *sb);
@@ -193,6 +210,8 @@ struct cg_layout *sbx__local_cg(struct local_ctx *c);
 unsigned sbx__cg_default_memory_mb(void);
 /* A group's directory for controller c (v2: c = 0), or NULL; owned. */
 char *sbx__cg_dir(const struct cg_layout *cg, int c, const char *id);
+/* Writes val into dir/file: 0 or -errno. */
+int sbx__cg_write_str(const char *dir, const char *file, const char *val);
 /* stats.c: the stats op (cgroups and the writable layer, host side only). */
 int sbx__local_stats(sbx_stats *out, void *h, sbx_error **err);
 /* The provider's limits op: the cgroup and writable-layer sizes a spec gets. */
@@ -313,7 +332,7 @@ int sbx__local_connect_port(int *fd_out, struct local_sb *sb, unsigned port, sbx
 int sbx__local_open_in(int root, const char *path, int flags, unsigned mode);
 int sbx__local_mkdirs_in(int root, const char *path, sbx_error **err);
 
-/* cgroup.c: freezer */
+/* cgroup_freeze.c */
 int sbx__cg_freeze(const struct cg_layout *cg, const char *id, int freeze, sbx_error **err);
 /* Thaws the sandbox if a v1 freezer group exists for it (frozen tasks cannot die). */
 void sbx__cg_thaw_if_frozen(const struct cg_layout *cg, const char *id);
