@@ -139,13 +139,12 @@ int sbx__cg_detect(struct cg_layout *cg, const char *state_dir, sbx_error **err)
 		write_str(dir, "cgroup.subtree_control", "+memory +pids +cpu");
 	} else if (mode == CG_V1) {
 		cg->freezer = steal_ptr(&freezer);
+		/* Parents are made with a sandbox's first group in them
+		 * (mkdir_group): a `sbx run` without a CPU quota makes no cpu
+		 * parent, and the memory parent waits for the first exec. */
 		for (int c = 0; c < CG_N; c++) {
 			cg->root[c] = v1[c];
 			v1[c] = NULL;
-			if (cg->root[c]) {
-				_cleanup_free_ char *dir = xasprintf("%s/%s", cg->root[c], cg->parent);
-				mkdir(dir, 0755);
-			}
 		}
 	}
 	for (int c = 0; c < CG_N; c++)
