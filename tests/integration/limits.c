@@ -330,3 +330,46 @@ Test(limits, destroy_idle_leaves_no_cgroups)
 	if (found)
 		globfree(&g);
 }
+
+static int spares_in(const char *memcg)
+{
+	char pat[600];
+	snprintf(pat, sizeof(pat), "%s", memcg);
+	*strrchr(pat, '/') = '\0';
+	strncat(pat, "/.spare-*", sizeof(pat) - strlen(pat) - 1);
+	glob_t g;
+	int n = glob(pat, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
+	if (n)
+		globfree(&g);
+	return n;
+}
+
+/* A destroyed sandbox's memory group is kept as a spare (cgroup_spare.c)
+ * for the next first exec, which writes its own limit over the last one,
+ * higher or lower, and the limit holds. */
+Test(limits, memcg_spares_take_the_new_limit)
+{
+	require_v1_memory();
+	static const unsigned mbs[] = { 64, 160, 48 };
+	for (size_t i = 0; i < sizeof(mbs) / sizeof(mbs[0]); i++) {
+		sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
+		so.memory_mb = mbs[i];
+		sbx_sandbox *sb = sbx_test_sandbox(rt, &so);
+		upload_probe(sb);
+		sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+		const char *argv[] = { "/probe", "hog", "512", NULL };
+		o.argv = argv;
+		sbx_exec_result r;
+		cr_assert_eq(sbx_sandbox_exec(&r, sb, &o, NULL), 0);
+		cr_expect_eq(r.signal, 9, "%u MiB: hog was not OOM-killed: exit %d", mbs[i], r.exit_code);
+		sbx_exec_result_free(&r);
+		char dir[512];
+		cr_assert(memcg_dir(sb, dir, sizeof(dir)));
+		long want = (long)mbs[i] << 20, memsw = read_long(dir, "memory.memsw.limit_in_bytes");
+		cr_expect_eq(read_long(dir, "memory.limit_in_bytes"), want, "sandbox %zu", i);
+		cr_expect(memsw == -1 || memsw == want, "sandbox %zu: memsw %ld", i, memsw);
+		cr_expect_eq(read_long(dir, "memory.max_usage_in_bytes") <= want, 1);
+		destroy(sb);
+		cr_expect_gt(spares_in(dir), 0, "no spare memory group after destroy %zu", i);
+	}
+}

@@ -183,6 +183,7 @@ struct cg_layout *sbx__local_cg(struct local_ctx *c)
 void sbx__cg_free(struct cg_layout *cg)
 {
 	/* Drop our parent groups when nothing is left in them (busy ones stay). */
+	sbx__cg_spare_drop(cg);
 	for (int c = 0; c < CG_N && cg->parent; c++) {
 		const char *root = cg->mode == CG_V2 ? (c ? NULL : cg->root[0]) : cg->root[c];
 		if (!root)
@@ -355,8 +356,16 @@ int sbx__cg_memory_join(const struct cg_layout *cg, const char *id, unsigned mem
 	char v[64], pid[32];
 	snprintf(v, sizeof(v), "%" PRIu64, (uint64_t)memory_mb << 20);
 	snprintf(pid, sizeof(pid), "%d", (int)init);
-	int r = mkdir_group(cg, d);
-	if (r < 0)
+	int r = 0;
+	if (sbx__cg_spare_take(cg, d) == 0) {
+		/* A spare has the last sandbox's limits: memsw first when
+		 * raising (it must stay >= the memory limit), after when
+		 * lowering; a spare that cannot shrink to the limit goes. */
+		write_str(d, "memory.memsw.limit_in_bytes", v);
+		if (write_str(d, "memory.limit_in_bytes", v) < 0 && rmdir(d) < 0 && errno != ENOENT)
+			return sbx_error_setsys(err, -errno, errno, "cgroup %s: reuse a spare group", d);
+	}
+	if ((r = mkdir_group(cg, d)) < 0)
 		return sbx_error_setsys(err, r, -r, "create cgroup %s", d);
 	if ((r = write_str(d, "memory.limit_in_bytes", v)) < 0)
 		return sbx_error_setsys(err, r, -r, "cgroup %s: set memory limit %s", d, v);
@@ -490,7 +499,7 @@ int sbx__cg_remove(const struct cg_layout *cg, const char *id, sbx_error **err)
 	}
 	for (int c = 0; c < CG_N; c++) {
 		_cleanup_free_ char *d = group_dir(cg, c, id);
-		if (!d)
+		if (!d || (c == CG_MEMORY && sbx__cg_spare_park(cg, d) == 0))
 			continue;
 		int r = remove_group(d, err);
 		if (r < 0 && !ret)

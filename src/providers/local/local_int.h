@@ -212,6 +212,12 @@ unsigned sbx__cg_default_memory_mb(void);
 char *sbx__cg_dir(const struct cg_layout *cg, int c, const char *id);
 /* Writes val into dir/file: 0 or -errno. */
 int sbx__cg_write_str(const char *dir, const char *file, const char *val);
+/* cgroup_spare.c (v1): emptied memory groups kept for the next first exec.
+ * take renames a spare to dir (0) or finds none (-1); park renames an empty
+ * dir to a spare (0) or leaves it to be removed (-1); drop removes them. */
+int sbx__cg_spare_take(const struct cg_layout *cg, const char *dir);
+int sbx__cg_spare_park(const struct cg_layout *cg, const char *dir);
+void sbx__cg_spare_drop(const struct cg_layout *cg);
 /* stats.c: the stats op (cgroups and the writable layer, host side only). */
 int sbx__local_stats(sbx_stats *out, void *h, sbx_error **err);
 /* The provider's limits op: the cgroup and writable-layer sizes a spec gets. */

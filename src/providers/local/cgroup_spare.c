@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Spare memory groups (cgroup v1): a destroyed sandbox's emptied memory
+ * group is renamed to "<parent>/.spare-N" instead of removed, and the next
+ * sandbox's first exec renames it to its own id instead of making one.
+ *
+ * Why: making a memory cgroup allocates its shrinker map, and removing it
+ * walks that map (alloc_shrinker_info, reparent_shrinker_deferred), both
+ * linear in the number of superblocks the host has ever had at once; after
+ * 5000 sandboxes one mkdir + rmdir costs ~0.6 ms of CPU more than a pids
+ * group's (docs/performance.md), more than a fifth of a whole lifecycle.
+ * A removed group that still holds page cache also lingers as a dying
+ * memcg. A rename is one kernfs operation.
+ *
+ * A spare keeps only what is reclaimable (page cache of files the last
+ * sandbox read, charged until reclaimed; sbx stats leave cache out); its
+ * peak and fail counters are reset when it is parked, and the next
+ * sandbox writes its own limit before init moves in. Names are claimed by
+ * rename, which fails with EEXIST on a taken name, so processes sharing a
+ * state dir never take the same spare. At most SBX_MEMCG_SPARES (default
+ * 16) per parent; the runtime removes them when it is freed (cgroup.c),
+ * like the parent groups.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../util/alloc.h"
+#include "../../util/cleanup.h"
+#include "../../util/config.h"
+#include "../../util/fs.h"
+#include "local_int.h"
+
+#define SPARES_MAX 64
+
+static unsigned spares(void)
+{
+	const char *v = sbx__env("SBX_MEMCG_SPARES");
+	long n = v && *v ? strtol(v, NULL, 10) : 16;
+	return n < 0 ? 0 : n > SPARES_MAX ? SPARES_MAX : (unsigned)n;
+}
+
+static char *spare_path(const struct cg_layout *cg, unsigned k)
+{
+	return xasprintf("%s/%s/.spare-%u", cg->root[CG_MEMORY], cg->parent, k);
+}
+
+static int usable(const struct cg_layout *cg)
+{
+	return cg->mode == CG_V1 && cg->root[CG_MEMORY] && cg->parent;
+}
+
+int sbx__cg_spare_take(const struct cg_layout *cg, const char *dir)
+{
+	unsigned n = usable(cg) ? spares() : 0;
+	for (unsigned k = 0; k < n; k++) {
+		_cleanup_free_ char *s = spare_path(cg, k);
+		if (rename(s, dir) == 0)
+			return 0;
+		/* ENOENT: no spare of that name (the parent may not exist yet). */
+		if (errno != ENOENT)
+			break;
+	}
+	return -1;
+}
+
+int sbx__cg_spare_park(const struct cg_layout *cg, const char *dir)
+{
+	unsigned n = usable(cg) ? spares() : 0;
+	if (!n)
+		return -1;
+	/* Only an empty group: a dying task would live on in the spare. */
+	_cleanup_free_ char *procs = xasprintf("%s/cgroup.procs", dir);
+	char *data = NULL;
+	size_t len = 0;
+	if (sbx__read_file(&data, &len, procs, 4096, NULL) < 0)
+		return -1;
+	free(data);
+	if (len)
+		return -1;
+	static const char *const counters[] = { "memory.max_usage_in_bytes", "memory.memsw.max_usage_in_bytes",
+						"memory.failcnt", "memory.memsw.failcnt" };
+	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
+		sbx__cg_write_str(dir, counters[i], "0");
+	for (unsigned k = 0; k < n; k++) {
+		_cleanup_free_ char *s = spare_path(cg, k);
+		if (rename(dir, s) == 0)
+			return 0;
+		if (errno != EEXIST && errno != ENOTEMPTY)
+			break;
+	}
+	return -1;
+}
+
+void sbx__cg_spare_drop(const struct cg_layout *cg)
+{
+	if (!usable(cg))
+		return;
+	for (unsigned k = 0; k < SPARES_MAX; k++) {
+		_cleanup_free_ char *s = spare_path(cg, k);
+		rmdir(s);
+	}
+}
