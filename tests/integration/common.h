@@ -41,4 +41,20 @@ static inline void destroy(sbx_sandbox *sb)
 	sbx_sandbox_free(sb);
 }
 
+/* The host pid of the sandbox's init, as sbx_sandbox_list() reports it. */
+static inline pid_t sandbox_init_pid(sbx_sandbox *sb)
+{
+	sbx_sandbox_info *v = NULL;
+	size_t n = 0;
+	sbx_error *err = NULL;
+	cr_assert_eq(sbx_sandbox_list(&v, &n, rt, NULL, NULL, &err), 0, "list: %s", err ? err->msg : "?");
+	pid_t pid = 0;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].id, sbx_sandbox_id(sb)) == 0)
+			pid = (pid_t)v[i].pid;
+	sbx_sandbox_info_free(v, n);
+	cr_assert_gt(pid, 0, "sandbox %s not listed", sbx_sandbox_id(sb));
+	return pid;
+}
+
 #endif

@@ -230,20 +230,6 @@ Test(isolation, pooled_namespaces_are_fresh_and_distinct)
 	}
 }
 
-static pid_t listed_pid(sbx_sandbox *sb)
-{
-	sbx_sandbox_info *v = NULL;
-	size_t n = 0;
-	sbx_error *err = NULL;
-	cr_assert_eq(sbx_sandbox_list(&v, &n, rt, NULL, NULL, &err), 0, "list: %s", err ? err->msg : "?");
-	pid_t pid = 0;
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(v[i].id, sbx_sandbox_id(sb)) == 0)
-			pid = (pid_t)v[i].pid;
-	sbx_sandbox_info_free(v, n);
-	cr_assert_gt(pid, 0, "sandbox %s not listed", sbx_sandbox_id(sb));
-	return pid;
-}
 
 /* An idle init runs on a stack of its own .bss and has unmapped [stack],
  * [vvar] and [vdso] (init/main.c); whatever libc used of the old stack
@@ -256,7 +242,7 @@ Test(isolation, idle_init_maps_only_its_binary)
 	free(sbx_test_sh(sb, "true", &code));
 	cr_assert_eq(code, 0);
 	char path[64], maps[8192];
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)listed_pid(sb));
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)sandbox_init_pid(sb));
 	FILE *f = fopen(path, "r");
 	cr_assert_not_null(f);
 	size_t n = fread(maps, 1, sizeof(maps) - 1, f);

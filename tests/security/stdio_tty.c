@@ -287,20 +287,6 @@ Test(stdio_tty, the_host_terminal_is_out_of_reach)
 	destroy(sb);
 }
 
-/* init's host pid (sbx ls). */
-static pid_t init_pid(sbx_sandbox *sb)
-{
-	sbx_sandbox_info *v = NULL;
-	size_t n = 0;
-	pid_t pid = 0;
-	cr_assert_eq(sbx_sandbox_list(&v, &n, rt, NULL, NULL, NULL), 0);
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(v[i].id, sbx_sandbox_id(sb)))
-			pid = v[i].pid;
-	sbx_sandbox_info_free(v, n);
-	cr_assert_gt(pid, 0);
-	return pid;
-}
 
 static int same_ns(pid_t a, pid_t b)
 {
@@ -345,7 +331,7 @@ Test(stdio_tty, a_background_process_keeps_only_the_sandboxs_terminal)
 	play(&ss, pid, m, s, NULL, NULL);
 	cr_assert_eq(ss.code, 0, "exit code %d: %s", ss.code, ss.out);
 	cr_expect_eq(kill(pid, 0), -1, "the CLI is still there");
-	pid_t init = init_pid(sb);
+	pid_t init = sandbox_init_pid(sb);
 	char p[256];
 	struct stat pts, dev;
 	snprintf(p, sizeof(p), "/proc/%d/root/dev/pts", (int)init);

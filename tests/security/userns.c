@@ -30,26 +30,12 @@ static sbx_sandbox *make(sbx_userns mode)
 	return sb;
 }
 
-static pid_t init_pid(sbx_sandbox *sb)
-{
-	sbx_sandbox_info *v = NULL;
-	size_t n = 0;
-	sbx_error *err = NULL;
-	cr_assert_eq(sbx_sandbox_list(&v, &n, rt, NULL, NULL, &err), 0, "list: %s", err ? err->msg : "?");
-	pid_t pid = 0;
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(v[i].id, sbx_sandbox_id(sb)) == 0)
-			pid = (pid_t)v[i].pid;
-	sbx_sandbox_info_free(v, n);
-	cr_assert_gt(pid, 0, "sandbox %s not listed", sbx_sandbox_id(sb));
-	return pid;
-}
 
 /* Opens a file of the sandbox from the host, as host root. */
 static int open_inside(sbx_sandbox *sb, const char *path)
 {
 	char p[256];
-	snprintf(p, sizeof(p), "/proc/%d/root%s", (int)init_pid(sb), path);
+	snprintf(p, sizeof(p), "/proc/%d/root%s", (int)sandbox_init_pid(sb), path);
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
 	cr_assert_geq(fd, 0, "open %s on the host", p);
 	return fd;

@@ -207,20 +207,30 @@ static void mkdir_p(const char *path)
 	mkdir(p, 0755);
 }
 
+/* /proc/self/maps in the message buffer (free until the loop's first
+ * request), NUL-terminated; NULL if it cannot be read. */
+static char *read_maps(void)
+{
+	char *maps = init_msgbuf;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	ssize_t n = read(fd, maps, 65535);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	maps[n] = '\0';
+	return maps;
+}
+
 /* Setup's deep frames (paths, the rootfs build) touched stack pages an idle
  * init never needs again; with thousands of idle sandboxes they add up, so
  * give them back. Only pages well below this frame, inside [stack]. */
 static void __attribute__((noinline)) trim_stack(void)
 {
-	char *maps = init_msgbuf; /* free until the loop's first request */
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	char *maps = read_maps();
+	if (!maps)
 		return;
-	ssize_t n = read(fd, maps, 65535);
-	close(fd);
-	if (n <= 0)
-		return;
-	maps[n] = '\0';
 	char *line = strstr(maps, "[stack]");
 	if (!line)
 		return;
@@ -321,15 +331,7 @@ static void keep_cmdline(void)
 
 static void unmap_top_regions(void)
 {
-	char *maps = init_msgbuf; /* free until the loop's first request */
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, maps, 65535);
-	close(fd);
-	if (n <= 0)
-		return;
-	maps[n] = '\0';
+	char *maps = read_maps();
 	for (char *line = maps; line && *line;) {
 		char *nl = strchr(line, '\n');
 		if (nl)
