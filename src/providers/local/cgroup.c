@@ -357,7 +357,9 @@ int sbx__cg_memory_join(const struct cg_layout *cg, const char *id, unsigned mem
 	snprintf(v, sizeof(v), "%" PRIu64, (uint64_t)memory_mb << 20);
 	snprintf(pid, sizeof(pid), "%d", (int)init);
 	int r = 0;
-	if (sbx__cg_spare_take(cg, d) == 0) {
+	/* Only a sandbox without a group yet takes a spare (a later exec from
+	 * another process finds its group and just rewrites the limit). */
+	if (access(d, F_OK) != 0 && sbx__cg_spare_take(cg, d) == 0) {
 		/* A spare has the last sandbox's limits: memsw first when
 		 * raising (it must stay >= the memory limit), after when
 		 * lowering; a spare that cannot shrink to the limit goes. */

@@ -55,13 +55,17 @@ static int usable(const struct cg_layout *cg)
 int sbx__cg_spare_take(const struct cg_layout *cg, const char *dir)
 {
 	unsigned n = usable(cg) ? spares() : 0;
-	for (unsigned k = 0; k < n; k++) {
+	/* Parking fills the lowest free name, so spares are .spare-0 up but
+	 * for gaps that concurrent takes leave: four missing names in a row
+	 * end the search (a spare past them waits for a later take, or the
+	 * runtime's end), so a sandbox with none to take pays four renames. */
+	for (unsigned k = 0, miss = 0; k < n && miss < 4; k++) {
 		_cleanup_free_ char *s = spare_path(cg, k);
 		if (rename(s, dir) == 0)
 			return 0;
-		/* ENOENT: no spare of that name (the parent may not exist yet). */
 		if (errno != ENOENT)
 			break;
+		miss++;
 	}
 	return -1;
 }
