@@ -373,3 +373,50 @@ Test(limits, memcg_spares_take_the_new_limit)
 		cr_expect_gt(spares_in(dir), 0, "no spare memory group after destroy %zu", i);
 	}
 }
+
+/* total_shmem of memory group DIR's memory.stat, -1 if unreadable. */
+static long long stat_shmem(const char *dir)
+{
+	char p[600], key[64];
+	snprintf(p, sizeof(p), "%s/memory.stat", dir);
+	FILE *f = fopen(p, "r");
+	long long v = -1, x;
+	while (f && fscanf(f, "%63s %lld", key, &x) == 2)
+		if (!strcmp(key, "total_shmem"))
+			v = x;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* A group whose dead sandbox still holds tmpfs pages (its /dev/shm, while
+ * the mount namespace is being released) is not kept: no spare ever
+ * carries memory the next sandbox could not reclaim. */
+Test(limits, memcg_spares_hold_no_tmpfs_memory)
+{
+	require_v1_memory();
+	/* From the second create on, the namespace pool's thread runs and a
+	 * destroy leaves the mount namespace (and its tmpfs) to it. */
+	for (int i = 0; i < 2; i++)
+		destroy(sbx_test_sandbox(rt, NULL));
+	sbx_sandbox_opts so = SBX_SANDBOX_OPTS_INIT;
+	so.memory_mb = 128;
+	sbx_sandbox *sb = sbx_test_sandbox(rt, &so);
+	int code;
+	free(sbx_test_sh(sb, "dd if=/dev/zero of=/dev/shm/fill bs=1M count=16 2>/dev/null; echo done", &code));
+	cr_assert_eq(code, 0);
+	char dir[512];
+	cr_assert(memcg_dir(sb, dir, sizeof(dir)));
+	cr_expect_gt(stat_shmem(dir), 8LL << 20, "the fill is not charged to the sandbox's group");
+	destroy(sb);
+	char pat[600];
+	snprintf(pat, sizeof(pat), "%s", dir);
+	*strrchr(pat, '/') = '\0';
+	strncat(pat, "/.spare-*", sizeof(pat) - strlen(pat) - 1);
+	glob_t g;
+	if (glob(pat, 0, NULL, &g) == 0) {
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			cr_expect_eq(stat_shmem(g.gl_pathv[i]), 0, "%s holds tmpfs memory", g.gl_pathv[i]);
+		globfree(&g);
+	}
+}

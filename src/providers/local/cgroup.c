@@ -367,10 +367,16 @@ int sbx__cg_memory_join(const struct cg_layout *cg, const char *id, unsigned mem
 		if (write_str(d, "memory.limit_in_bytes", v) < 0 && rmdir(d) < 0 && errno != ENOENT)
 			return sbx_error_setsys(err, -errno, errno, "cgroup %s: reuse a spare group", d);
 	}
-	if ((r = mkdir_group(cg, d)) < 0)
-		return sbx_error_setsys(err, r, -r, "create cgroup %s", d);
-	if ((r = write_str(d, "memory.limit_in_bytes", v)) < 0)
-		return sbx_error_setsys(err, r, -r, "cgroup %s: set memory limit %s", d, v);
+	/* ENOENT: a racing first exec removed a spare it could not shrink
+	 * between our mkdir (EEXIST) and the write: make it again, once. */
+	for (int tries = 0;; tries++) {
+		if ((r = mkdir_group(cg, d)) < 0)
+			return sbx_error_setsys(err, r, -r, "create cgroup %s", d);
+		if ((r = write_str(d, "memory.limit_in_bytes", v)) == 0)
+			break;
+		if (r != -ENOENT || tries)
+			return sbx_error_setsys(err, r, -r, "cgroup %s: set memory limit %s", d, v);
+	}
 	write_str(d, "memory.memsw.limit_in_bytes", v);
 	if ((r = write_str(d, "cgroup.procs", pid)) < 0) {
 		rmdir(d); /* init is gone: leave no group behind (EBUSY if a racer's is in) */

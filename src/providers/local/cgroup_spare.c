@@ -13,13 +13,16 @@
  * memcg. A rename is one kernfs operation.
  *
  * A spare keeps only what is reclaimable (page cache of files the last
- * sandbox read, charged until reclaimed; sbx stats leave cache out); its
- * peak and fail counters are reset when it is parked, and the next
+ * sandbox read, charged until reclaimed; sbx stats leave cache out): a
+ * group that still holds anonymous or tmpfs memory is removed as before.
+ * Its peak and fail counters are reset when it is parked, and the next
  * sandbox writes its own limit before init moves in. Names are claimed by
  * rename, which fails with EEXIST on a taken name, so processes sharing a
  * state dir never take the same spare. At most SBX_MEMCG_SPARES (default
- * 16) per parent; the runtime removes them when it is freed (cgroup.c),
- * like the parent groups.
+ * 16) per parent; a runtime removes them all when it is freed (cgroup.c),
+ * like the parent groups, so `sbx gc` clears what a crashed process left
+ * (and a CLI that exits drops a live server's spares: it only costs the
+ * server fresh groups until it parks new ones).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -70,6 +73,31 @@ int sbx__cg_spare_take(const struct cg_layout *cg, const char *dir)
 	return -1;
 }
 
+/* Whether the group holds no memory the next sandbox could not reclaim:
+ * tmpfs pages (/dev, /dev/shm, a tmpfs writable layer, SysV shm) stay
+ * charged while the dead sandbox's mount and IPC namespaces are still
+ * being released (nspool.c does that in the background), and without
+ * swap they would count against the next sandbox's limit. Page cache is
+ * fine: it is reclaimed first. */
+static int unreclaimable_free(const char *dir)
+{
+	_cleanup_free_ char *stat = xasprintf("%s/memory.stat", dir);
+	char *data = NULL;
+	size_t len = 0;
+	if (sbx__read_file(&data, &len, stat, 1 << 16, NULL) < 0)
+		return 0;
+	unsigned long long rss = 1, shmem = 1;
+	for (char *line = data, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (!strncmp(line, "total_rss ", 10))
+			rss = strtoull(line + 10, NULL, 10);
+		else if (!strncmp(line, "total_shmem ", 12))
+			shmem = strtoull(line + 12, NULL, 10);
+	}
+	free(data);
+	return rss == 0 && shmem == 0;
+}
+
 int sbx__cg_spare_park(const struct cg_layout *cg, const char *dir)
 {
 	unsigned n = usable(cg) ? spares() : 0;
@@ -82,7 +110,7 @@ int sbx__cg_spare_park(const struct cg_layout *cg, const char *dir)
 	if (sbx__read_file(&data, &len, procs, 4096, NULL) < 0)
 		return -1;
 	free(data);
-	if (len)
+	if (len || !unreclaimable_free(dir))
 		return -1;
 	static const char *const counters[] = { "memory.max_usage_in_bytes", "memory.memsw.max_usage_in_bytes",
 						"memory.failcnt", "memory.memsw.failcnt" };

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,20 @@ static const char *const denied[] = {
 #define CLONE_NEWTIME 0x00000080
 #endif
 
-static int build(void **data, size_t *len)
+/* The filter for the target's architecture: meson passes its cpu_family
+ * and endianness, so a cross build does not get the build machine's. */
+static uint32_t target_arch(const char *cpu, const char *endian)
+{
+	if (!strcmp(cpu, "ppc64") && !strcmp(endian, "little"))
+		cpu = "ppc64le";
+	else if (!strcmp(cpu, "mips64") && !strcmp(endian, "little"))
+		cpu = "mipsel64";
+	else if (!strcmp(cpu, "mips") && !strcmp(endian, "little"))
+		cpu = "mipsel";
+	return seccomp_arch_resolve_name(cpu);
+}
+
+static int build(uint32_t arch, void **data, size_t *len)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	int r = 0;
@@ -45,13 +59,28 @@ static int build(void **data, size_t *len)
 	 * filter for every syscall number when it is installed (its bitmap
 	 * cache), so a shorter path per syscall is paid by every sandbox. */
 	seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
-	/* Also filter the 32-bit entry points, which would otherwise bypass us. */
-	seccomp_arch_add(ctx, SCMP_ARCH_X86);
-	seccomp_arch_add(ctx, SCMP_ARCH_X32);
+	if (arch != seccomp_arch_native()) {
+		seccomp_arch_add(ctx, arch);
+		seccomp_arch_remove(ctx, SCMP_ARCH_NATIVE);
+	}
+	/* On x86_64 also filter the 32-bit entry points, which would otherwise
+	 * bypass us. */
+	if (arch == SCMP_ARCH_X86_64) {
+		seccomp_arch_add(ctx, SCMP_ARCH_X86);
+		seccomp_arch_add(ctx, SCMP_ARCH_X32);
+	}
 	for (int i = 0; denied[i] && r == 0; i++) {
 		int nr = seccomp_syscall_resolve_name(denied[i]);
-		if (nr == __NR_SCMP_ERROR)
-			continue; /* not on this architecture */
+		if (nr == __NR_SCMP_ERROR || seccomp_syscall_resolve_name_arch(arch, denied[i]) == __NR_SCMP_ERROR) {
+			/* Every name exists on x86_64: an old libseccomp that does
+			 * not know one would leave it allowed. Elsewhere some
+			 * calls do not exist (iopl on arm64, say). */
+			if (arch == SCMP_ARCH_X86_64) {
+				fprintf(stderr, "sbx-seccomp-gen: this libseccomp does not know %s\n", denied[i]);
+				r = -ENOSYS;
+			}
+			continue;
+		}
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
 	}
 	static const unsigned long ns_flags[] = { CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC,
@@ -82,11 +111,20 @@ static int build(void **data, size_t *len)
 
 int main(int argc, char **argv)
 {
+	if (argc != 4) {
+		fprintf(stderr, "usage: sbx-seccomp-gen OUT.c CPU_FAMILY ENDIAN (meson's host_machine)\n");
+		return 2;
+	}
+	uint32_t arch = target_arch(argv[2], argv[3]);
+	if (!arch) {
+		fprintf(stderr, "sbx-seccomp-gen: libseccomp knows no architecture %s (%s endian)\n", argv[2], argv[3]);
+		return 1;
+	}
 	void *data = NULL;
 	size_t len = 0;
-	int r = build(&data, &len);
-	if (r < 0 || argc != 2) {
-		fprintf(stderr, "sbx-seccomp-gen: %s\n", r < 0 ? strerror(-r) : "usage: sbx-seccomp-gen OUT.c");
+	int r = build(arch, &data, &len);
+	if (r < 0) {
+		fprintf(stderr, "sbx-seccomp-gen: %s\n", strerror(-r));
 		return 1;
 	}
 	FILE *f = fopen(argv[1], "w");

@@ -267,7 +267,7 @@ extern char **environ;
 
 static int move_libc_off_stack(void)
 {
-	static size_t auxv[64];
+	static size_t auxv[128];
 	static unsigned char random16[16];
 	static char *no_env[1];
 	static char name[] = "sbx-init";
@@ -318,8 +318,8 @@ static void keep_cmdline(void)
 		if (p)
 			f[i] = strtoull(++p, NULL, 10);
 	}
-	if (!p && !f[51])
-		return;
+	if (!f[51])
+		return; /* a short or unreadable stat: keep the empty cmdline */
 	struct prctl_mm_map m = {
 		.start_code = f[26], .end_code = f[27], .start_stack = f[28], .start_data = f[45],
 		.end_data = f[46], .start_brk = f[47], .brk = (uint64_t)syscall(SYS_brk, 0),
