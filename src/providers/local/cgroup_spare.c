@@ -19,10 +19,13 @@
  * sandbox writes its own limit before init moves in. Names are claimed by
  * rename, which fails with EEXIST on a taken name, so processes sharing a
  * state dir never take the same spare. At most SBX_MEMCG_SPARES (default
- * 16) per parent; a runtime removes them all when it is freed (cgroup.c),
- * like the parent groups, so `sbx gc` clears what a crashed process left
- * (and a CLI that exits drops a live server's spares: it only costs the
- * server fresh groups until it parks new ones).
+ * 16) per parent; a runtime that parked any removes them all when it is
+ * freed (cgroup.c), like the parent groups, so the next process that
+ * destroys a sandbox of the state dir (`sbx run`, `sbx gc` of a leaked one,
+ * a server) clears what a crashed one left; a process that parked none
+ * (`sbx exec`, `sbx ls`) leaves them. A CLI run that exits drops a live
+ * server's spares too: that only costs the server fresh groups until it
+ * parks new ones.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -37,6 +40,10 @@
 #include "local_int.h"
 
 #define SPARES_MAX 64
+
+/* Set once this process parks a spare: a process that never did (`sbx
+ * exec`, `sbx ls`) does not pay SPARES_MAX rmdirs on its way out. */
+static int parked_any;
 
 static unsigned spares(void)
 {
@@ -118,8 +125,10 @@ int sbx__cg_spare_park(const struct cg_layout *cg, const char *dir)
 		sbx__cg_write_str(dir, counters[i], "0");
 	for (unsigned k = 0; k < n; k++) {
 		_cleanup_free_ char *s = spare_path(cg, k);
-		if (rename(dir, s) == 0)
+		if (rename(dir, s) == 0) {
+			__atomic_store_n(&parked_any, 1, __ATOMIC_RELAXED);
 			return 0;
+		}
 		if (errno != EEXIST && errno != ENOTEMPTY)
 			break;
 	}
@@ -128,7 +137,7 @@ int sbx__cg_spare_park(const struct cg_layout *cg, const char *dir)
 
 void sbx__cg_spare_drop(const struct cg_layout *cg)
 {
-	if (!usable(cg))
+	if (!usable(cg) || !__atomic_load_n(&parked_any, __ATOMIC_RELAXED))
 		return;
 	for (unsigned k = 0; k < SPARES_MAX; k++) {
 		_cleanup_free_ char *s = spare_path(cg, k);
