@@ -80,6 +80,42 @@ struct local_sb *sbx__local_sb_new(struct local_ctx *c, const char *id)
 	return sb;
 }
 
+/* 1 when init is in its memory group already (a first exec from another
+ * process made it): the memory line of /proc/PID/cgroup ends in /<id>. The
+ * limit was written before init moved in, so an exec from a new process
+ * (`sbx exec`) needs no cgroup detection, mkdir, limit or move. */
+static int memcg_joined_already(const struct local_sb *sb)
+{
+	char path[64], *data = NULL;
+	size_t n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)sb->pid);
+	if (sbx__read_file(&data, &n, path, 1 << 16, NULL) < 0)
+		return 0;
+	int yes = 0;
+	size_t il = strlen(sb->id);
+	for (char *line = data, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		*c2 = '\0';
+		int mem = 0;
+		for (char *t = c1 + 1, *comma; t; t = comma ? comma + 1 : NULL) {
+			comma = strchr(t, ',');
+			size_t len = comma ? (size_t)(comma - t) : strlen(t);
+			mem |= len == 6 && !strncmp(t, "memory", 6);
+		}
+		const char *g = c2 + 1;
+		size_t gl = strlen(g);
+		if (mem)
+			yes = gl > il && g[gl - il - 1] == '/' && !strcmp(g + gl - il, sb->id);
+	}
+	free(data);
+	return yes;
+}
+
 int sbx__local_memcg_join(struct local_sb *sb, sbx_error **err)
 {
 	if (__atomic_load_n(&sb->mem_joined, __ATOMIC_ACQUIRE))
@@ -87,6 +123,10 @@ int sbx__local_memcg_join(struct local_sb *sb, sbx_error **err)
 	/* A destroyed sandbox must not get its group back (nor a reused pid). */
 	if (!sbx__proc_alive(sb->pid, sb->start))
 		return sbx_error_set(err, -ESRCH, "sandbox %s is not running", sb->id);
+	if (memcg_joined_already(sb)) {
+		__atomic_store_n(&sb->mem_joined, 1, __ATOMIC_RELEASE);
+		return 0;
+	}
 	int r = sbx__cg_memory_join(sbx__local_cg(sb->ctx), sb->id, sb->memory_mb, sb->pid, err);
 	if (r == 0)
 		__atomic_store_n(&sb->mem_joined, 1, __ATOMIC_RELEASE);
