@@ -356,20 +356,21 @@ int sbx__cg_memory_join(const struct cg_layout *cg, const char *id, unsigned mem
 	char v[64], pid[32];
 	snprintf(v, sizeof(v), "%" PRIu64, (uint64_t)memory_mb << 20);
 	snprintf(pid, sizeof(pid), "%d", (int)init);
-	int r = 0;
+	int r = 0, ready = 0;
 	/* Only a sandbox without a group yet takes a spare (a later exec from
-	 * another process finds its group and just rewrites the limit). */
+	 * another process finds its group and just rewrites the limit). A
+	 * spare has the last sandbox's limits: memsw first when raising (it
+	 * must stay >= the memory limit), after (below) when lowering; a spare
+	 * that cannot shrink to the limit goes, and a fresh group is made. */
 	if (access(d, F_OK) != 0 && sbx__cg_spare_take(cg, d) == 0) {
-		/* A spare has the last sandbox's limits: memsw first when
-		 * raising (it must stay >= the memory limit), after when
-		 * lowering; a spare that cannot shrink to the limit goes. */
 		write_str(d, "memory.memsw.limit_in_bytes", v);
-		if (write_str(d, "memory.limit_in_bytes", v) < 0 && rmdir(d) < 0 && errno != ENOENT)
+		ready = write_str(d, "memory.limit_in_bytes", v) == 0;
+		if (!ready && rmdir(d) < 0 && errno != ENOENT)
 			return sbx_error_setsys(err, -errno, errno, "cgroup %s: reuse a spare group", d);
 	}
 	/* ENOENT: a racing first exec removed a spare it could not shrink
 	 * between our mkdir (EEXIST) and the write: make it again, once. */
-	for (int tries = 0;; tries++) {
+	for (int tries = 0; !ready; tries++) {
 		if ((r = mkdir_group(cg, d)) < 0)
 			return sbx_error_setsys(err, r, -r, "create cgroup %s", d);
 		if ((r = write_str(d, "memory.limit_in_bytes", v)) == 0)

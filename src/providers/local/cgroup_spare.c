@@ -28,6 +28,7 @@
  * parks new ones.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,25 +85,13 @@ int sbx__cg_spare_take(const struct cg_layout *cg, const char *dir)
  * tmpfs pages (/dev, /dev/shm, a tmpfs writable layer, SysV shm) stay
  * charged while the dead sandbox's mount and IPC namespaces are still
  * being released (nspool.c does that in the background), and without
- * swap they would count against the next sandbox's limit. Page cache is
- * fine: it is reclaimed first. */
+ * swap they would count against the next sandbox's limit. Anonymous
+ * memory went with the tasks (the group is empty); page cache is fine:
+ * it is reclaimed first. */
 static int unreclaimable_free(const char *dir)
 {
-	_cleanup_free_ char *stat = xasprintf("%s/memory.stat", dir);
-	char *data = NULL;
-	size_t len = 0;
-	if (sbx__read_file(&data, &len, stat, 1 << 16, NULL) < 0)
-		return 0;
-	unsigned long long rss = 1, shmem = 1;
-	for (char *line = data, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-		nl = strchr(line, '\n');
-		if (!strncmp(line, "total_rss ", 10))
-			rss = strtoull(line + 10, NULL, 10);
-		else if (!strncmp(line, "total_shmem ", 12))
-			shmem = strtoull(line + 12, NULL, 10);
-	}
-	free(data);
-	return rss == 0 && shmem == 0;
+	uint64_t shmem = 1;
+	return sbx__cg_read_key(&shmem, dir, "memory.stat", "total_shmem") == 0 && shmem == 0;
 }
 
 int sbx__cg_spare_park(const struct cg_layout *cg, const char *dir)

@@ -219,6 +219,8 @@ int sbx__cg_spare_take(const struct cg_layout *cg, const char *dir);
 int sbx__cg_spare_park(const struct cg_layout *cg, const char *dir);
 void sbx__cg_spare_drop(const struct cg_layout *cg);
 /* stats.c: the stats op (cgroups and the writable layer, host side only). */
+/* The value of "key N" in a flat-keyed file such as DIR/memory.stat: 0, or -1. */
+int sbx__cg_read_key(uint64_t *out, const char *dir, const char *file, const char *key);
 int sbx__local_stats(sbx_stats *out, void *h, sbx_error **err);
 /* The provider's limits op: the cgroup and writable-layer sizes a spec gets. */
 int sbx__local_limits(sbx_limits *out, void *ctx, const sbx_sandbox_opts *o, sbx_error **err);

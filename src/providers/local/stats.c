@@ -45,8 +45,7 @@ static int read_u64(uint64_t *out, const char *dir, const char *file)
 	return r;
 }
 
-/* The value of "key N" in a flat-keyed file such as memory.stat. */
-static int read_key(uint64_t *out, const char *dir, const char *file, const char *key)
+int sbx__cg_read_key(uint64_t *out, const char *dir, const char *file, const char *key)
 {
 	_cleanup_free_ char *p = xasprintf("%s/%s", dir, file);
 	char *data = NULL;
@@ -118,11 +117,11 @@ static void cpu_mem(sbx_stats *out, const struct cg_layout *cg, const char *id)
 	uint64_t v;
 	if (cg->mode == CG_V2) {
 		_cleanup_free_ char *d = sbx__cg_dir(cg, 0, id);
-		if (d && read_key(&v, d, "cpu.stat", "usage_usec") == 0)
+		if (d && sbx__cg_read_key(&v, d, "cpu.stat", "usage_usec") == 0)
 			out->cpu_s = (double)v / 1e6;
 		if (d && read_u64(&v, d, "memory.current") == 0)
 			out->mem_bytes = v;
-		if (d && read_key(&v, d, "memory.stat", "file") == 0)
+		if (d && sbx__cg_read_key(&v, d, "memory.stat", "file") == 0)
 			out->mem_cache_bytes = v;
 		return;
 	}
@@ -136,7 +135,7 @@ static void cpu_mem(sbx_stats *out, const struct cg_layout *cg, const char *id)
 		out->cpu_s = (double)group_ticks(pids, 0) / (double)sysconf(_SC_CLK_TCK);
 	if (mem && read_u64(&v, mem, "memory.usage_in_bytes") == 0)
 		out->mem_bytes = v;
-	if (mem && read_key(&v, mem, "memory.stat", "total_cache") == 0)
+	if (mem && sbx__cg_read_key(&v, mem, "memory.stat", "total_cache") == 0)
 		out->mem_cache_bytes = v;
 }
 
