@@ -47,8 +47,9 @@ struct cli_relay {
 	int ctl; /* its hang-up tells the relay the exec is over */
 	int ack; /* hangs up once, after that, the relay has passed on all the
 	            command's pipes held (or when the relay is gone) */
+	void *map; /* its stack and state (it shares our memory) */
 };
-/* Forks the relay with copies of every fd in `f`; the caller then closes its
+/* Starts the relay with copies of every fd in `f`; the caller then closes its
  * own copies of all but theirs[] (which go in the exec request) and of
  * the relay pipes' far ends. 0 or a negative errno. */
 int cli_relay_start(struct cli_relay *r, const struct cli_relay_fds *f);
