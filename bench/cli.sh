@@ -11,6 +11,12 @@
 #             each run takes one, and hands its teardown to the keeper
 #   bwrap     bwrap --unshare-all --die-with-parent --ro-bind ROOTFS / true
 #   host-true /bin/true (the floor: what any process start costs here)
+#   cmd-true  busybox true, the sandbox's command started on the host with
+#             no sandbox: what its own start costs (glibc's, static)
+# Any `sbx exec ID -- true` starts two processes, the CLI and the command, so
+# host-true + cmd-true is its floor; the summary prints it against bwrap,
+# with the cost of one CPUID (sbx-bench-cpuid, x86_64), which a glibc start
+# issues ~100 of and which traps to the hypervisor in a virtual machine.
 # Prints medians, p90 and the ratios against bwrap and after/before.
 # BEFORE is a build dir (BEFORE/src/cli/sbx) or an sbx binary, e.g.
 #   git worktree add --detach /tmp/sbx-before <commit> &&
@@ -96,10 +102,11 @@ BWRAP=(bwrap --unshare-all --die-with-parent --ro-bind "$R" / true)
   echo "n	$N"
   echo "rounds	$ROUNDS"
   echo "load_start	$(cut -d' ' -f1-3 /proc/loadavg)"
+  [ -x "$AFTER_B/bench/sbx-bench-cpuid" ] && echo "cpuid_us	$("$AFTER_B/bench/sbx-bench-cpuid")"
 } > "$OUT/host.tsv"
 
 per_round=$(( (N + ROUNDS - 1) / ROUNDS ))
-cases=(version-before version-after exec-before exec-after run-before run-after run-pool bwrap host-true)
+cases=(version-before version-after exec-before exec-after run-before run-after run-pool bwrap host-true cmd-true)
 cmd_of() { # case -> the command line
   case $1 in
     version-*) echo "$WORK/bin/sbx-${1#version-} --version" ;;
@@ -108,6 +115,7 @@ cmd_of() { # case -> the command line
     run-*) echo "$WORK/bin/sbx-${1#run-} run bench-busybox -- true" ;;
     bwrap) echo "${BWRAP[*]}" ;;
     host-true) echo "/bin/true" ;;
+    cmd-true) echo "$BB true" ;;
     *) return 2 ;;
   esac
 }
@@ -135,7 +143,7 @@ def load(c):
     return {"n": len(xs), "med": q(0.5), "p90": q(0.9)}
 host = dict(l.rstrip("\n").split("\t", 1) for l in open(f"{out}/host.tsv"))
 s = {c: load(c) for c in ["version-before", "version-after", "exec-before", "exec-after",
-                          "run-before", "run-after", "run-pool", "bwrap", "host-true"]}
+                          "run-before", "run-after", "run-pool", "bwrap", "host-true", "cmd-true"]}
 bw = s["bwrap"]["med"]
 print(f"load average {host['load_start']} at the start, {host['load_end']} at the end; "
       f"{s['bwrap']['n']} runs per row\n")
@@ -150,8 +158,13 @@ for k in ["version", "exec", "run"]:
 r = s["run-pool"]
 print(f"| `sbx run` from a warm pool (`sbx pool start`, teardown handed off) | | | **{r['med']:.2f}** | {r['p90']:.2f} | "
       f"{r['med'] / s['run-after']['med']:.2f}x of cold | **{r['med'] / bw:.2f}x** | ≤ 0.7x bwrap |")
-for k, name in [("bwrap", "`bwrap --unshare-all ... true` (peer)"), ("host-true", "host `/bin/true` (floor)")]:
+for k, name in [("bwrap", "`bwrap --unshare-all ... true` (peer)"), ("host-true", "host `/bin/true` (floor)"),
+                ("cmd-true", "`busybox true` on the host (the command's own start)")]:
     print(f"| {name} | | | {s[k]['med']:.2f} | {s[k]['p90']:.2f} | | {s[k]['med'] / bw:.2f}x | |")
+floor = s["host-true"]["med"] + s["cmd-true"]["med"]
+cpuid = f", one CPUID {host['cpuid_us']} µs" if "cpuid_us" in host else ""
+print(f"\nFloor of any `sbx exec ID -- true` here (two process starts: host `/bin/true` + `busybox true`): "
+      f"{floor:.2f} ms = {floor / bw:.2f}x bwrap{cpuid}.")
 EOF
 echo
 echo "results: $OUT"
