@@ -389,6 +389,7 @@ int sbx__cg_memory_join(const struct cg_layout *cg, const char *id, unsigned mem
 int sbx__cg_create(const struct cg_layout *cg, const char *id, const sbx_sandbox_opts *o,
 		   sbx_error **err)
 {
+	sbx__cg_spare_count_create();
 	if (cg->mode == CG_NONE) {
 		if (o->memory_mb || o->cpus > 0 || o->pids_max)
 			return sbx_error_set(err, -ENOSYS,

@@ -16,7 +16,10 @@
  * sandbox read, charged until reclaimed; sbx stats leave cache out): a
  * group that still holds anonymous or tmpfs memory is removed as before.
  * Its peak and fail counters are reset when it is parked, and the next
- * sandbox writes its own limit before init moves in. Names are claimed by
+ * sandbox writes its own limit before init moves in. A process parks
+ * from its second create on, as the namespace pool starts (nspool.c): a
+ * one-shot `sbx run` or `sbx rm` would only park a group to remove it at
+ * its exit, 70 system calls for nothing. Names are claimed by
  * rename, which fails with EEXIST on a taken name, so processes sharing a
  * state dir never take the same spare. At most SBX_MEMCG_SPARES (default
  * 16) per parent; a runtime that parked any removes them all when it is
@@ -45,6 +48,13 @@
 /* Set once this process parks a spare: a process that never did (`sbx
  * exec`, `sbx ls`) does not pay SPARES_MAX rmdirs on its way out. */
 static int parked_any;
+/* Sandboxes this process created: parking starts at the second. */
+static unsigned creates;
+
+void sbx__cg_spare_count_create(void)
+{
+	__atomic_add_fetch(&creates, 1, __ATOMIC_RELAXED);
+}
 
 static unsigned spares(void)
 {
@@ -96,7 +106,7 @@ static int unreclaimable_free(const char *dir)
 
 int sbx__cg_spare_park(const struct cg_layout *cg, const char *dir)
 {
-	unsigned n = usable(cg) ? spares() : 0;
+	unsigned n = usable(cg) && __atomic_load_n(&creates, __ATOMIC_RELAXED) >= 2 ? spares() : 0;
 	if (!n)
 		return -1;
 	/* Only an empty group: a dying task would live on in the spare. */

@@ -217,6 +217,8 @@ int sbx__cg_write_str(const char *dir, const char *file, const char *val);
  * dir to a spare (0) or leaves it to be removed (-1); drop removes them. */
 int sbx__cg_spare_take(const struct cg_layout *cg, const char *dir);
 int sbx__cg_spare_park(const struct cg_layout *cg, const char *dir);
+/* Counts a create of this process: spares are parked from the second on. */
+void sbx__cg_spare_count_create(void);
 void sbx__cg_spare_drop(const struct cg_layout *cg);
 /* stats.c: the stats op (cgroups and the writable layer, host side only). */
 /* The value of "key N" in a flat-keyed file such as DIR/memory.stat: 0, or -1. */
