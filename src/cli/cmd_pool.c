@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/runtime_int.h"
 #include "../util/alloc.h"
 #include "../util/cleanup.h"
 #include "../util/fs.h"
@@ -87,6 +88,7 @@ static int make_one(sbx_runtime *rt, const sbx_sandbox_opts *o, const char *read
 	int r = sbx_sandbox_create(&sb, rt, o, err);
 	if (r < 0)
 		return r;
+	sbx__sandbox_warm(sb); /* its taker's first exec pays nothing more */
 	const char *id = sbx_sandbox_id(sb);
 	pid_t pid = init_of(rt, label, id);
 	_cleanup_free_ char *tmp = xasprintf("%s/.%s", ready, id);

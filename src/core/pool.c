@@ -140,6 +140,23 @@ static struct pool *next_to_fill(struct sbx_pools *ps, double now)
 	return NULL;
 }
 
+void sbx__warm(const sbx_provider_ops *ops, void *impl, const char *id)
+{
+	/* Tables older than version 6 end before warm: never read past them. */
+	if (ops->version < 6 || !ops->warm)
+		return;
+	sbx_error *err = NULL;
+	if (ops->warm(impl, &err) < 0)
+		SBX_LOGD("pool: warming %s failed (its first command pays instead): %s", id,
+			 err && err->msg ? err->msg : "?");
+	sbx_error_free(err);
+}
+
+void sbx__sandbox_warm(sbx_sandbox *sb)
+{
+	sbx__warm(sbx__sandbox_ops(sb), sbx__sandbox_impl(sb), sbx_sandbox_id(sb));
+}
+
 static void *refill_thread(void *arg)
 {
 	struct sbx_pools *ps = arg;
@@ -157,6 +174,8 @@ static void *refill_thread(void *arg)
 		sbx_error *err = NULL;
 		e.born = sbx__now_mono();
 		int r = p->ops->create(&e.impl, &e.id, p->ctx, &p->o, &err);
+		if (r == 0)
+			sbx__warm(p->ops, e.impl, e.id);
 		sbx__sem_release(p->sem);
 		pthread_mutex_lock(&ps->m);
 		if (r < 0) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "memcg.h"
 
 static void pool_setup(void)
 {
@@ -144,6 +145,10 @@ Test(cli_pool, take_refill_and_stop_leaves_nothing)
 	/* create takes one: it is the user's now and outlives the pool. */
 	cr_assert_eq(cli(id, sizeof(id), (const char *[]){ "sbx", "create", "busybox", NULL }), 0);
 	cr_expect(has_label(id, label), "sbx create did not take from the pool");
+	/* The keeper warmed it: its memory group is there before any exec. */
+	char mdir[512];
+	if (have_v1_memory())
+		cr_expect(memcg_dir_of(id, mdir, sizeof(mdir)), "pooled sandbox %s has no memory group", id);
 	wait_ready(name, 2);
 	cr_assert_eq(cli(NULL, 0, (const char *[]){ "sbx", "pool", "stop", name, NULL }), 0);
 	cr_expect_eq(pooled(name), 1, "after stop: %zu pooled sandboxes, want the created one", pooled(name));

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "memcg.h"
 
 TestSuite(limits, .init = setup, .fini = teardown);
 
@@ -196,37 +197,6 @@ Test(limits, stats_follow_what_runs_inside)
 	destroy(sb);
 }
 
-/* v1 memory group of the sandbox ("" if the host has no v1 memory
- * hierarchy: the lazy memcg is v1 only), in buf; 1 if it exists. */
-static int memcg_dir(sbx_sandbox *sb, char *buf, size_t cap)
-{
-	snprintf(buf, cap, "/sys/fs/cgroup/memory/sbx-*/%s", sbx_sandbox_id(sb));
-	glob_t g;
-	int found = glob(buf, 0, NULL, &g) == 0;
-	if (found)
-		snprintf(buf, cap, "%s", g.gl_pathv[0]);
-	globfree(&g);
-	return found;
-}
-
-static long read_long(const char *dir, const char *file)
-{
-	char p[512];
-	snprintf(p, sizeof(p), "%s/%s", dir, file);
-	FILE *f = fopen(p, "r");
-	long v = -1;
-	if (f && fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	if (f)
-		fclose(f);
-	return v;
-}
-
-static void require_v1_memory(void)
-{
-	if (access("/sys/fs/cgroup/memory/memory.limit_in_bytes", F_OK) != 0)
-		cr_skip_test("no cgroup v1 memory hierarchy: the memory group is made at create");
-}
 
 /* An idle sandbox has no memory group (each costs shrinker info that grows
  * with the host's superblocks); the first exec, from another handle opened

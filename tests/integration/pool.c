@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "common.h"
+#include "memcg.h"
 
 TestSuite(pool, .init = setup, .fini = teardown);
 
@@ -77,6 +78,28 @@ Test(pool, hands_out_then_refills)
 	sbx_error *err = NULL;
 	cr_assert_eq(sbx_pool_wait(rt, 120, &err), 0, "refill: %s", err ? err->msg : "?");
 	cr_assert_eq(sbx_pool_ready(rt), 2);
+}
+
+/* A pooled sandbox was warmed by the refill (the provider's `warm`): its
+ * memory group, otherwise made by the first exec, is there with the spec's
+ * limit and init in it before its taker runs anything. */
+Test(pool, pooled_sandbox_is_warm)
+{
+	require_v1_memory();
+	sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
+	o.image = "busybox";
+	o.memory_mb = 80;
+	add_pool(rt, &o, 1);
+	sbx_sandbox *sb = take(rt, &o);
+	cr_assert(from_pool(rt, sb));
+	char dir[512];
+	cr_assert(memcg_dir(sb, dir, sizeof(dir)), "pooled sandbox %s has no memory group", sbx_sandbox_id(sb));
+	cr_expect_eq(read_long(dir, "memory.limit_in_bytes"), 80L << 20);
+	cr_expect_eq(read_long(dir, "cgroup.procs"), (long)sandbox_init_pid(sb), "init is not in %s", dir);
+	int code = -1;
+	free(sbx_test_sh(sb, "true", &code));
+	cr_expect_eq(code, 0);
+	destroy(sb);
 }
 
 Test(pool, mismatch_falls_back)

@@ -137,7 +137,7 @@ typedef struct sbx_provider_desc {
  * them only from version 4 tables.
  * Version 5 appended `set_egress`.
  */
-#define SBX_PROVIDER_OPS_VERSION 5
+#define SBX_PROVIDER_OPS_VERSION 6
 
 /*
  * Every op returns 0 or a negative errno and sets *err (a lowercase message naming the
@@ -259,6 +259,13 @@ typedef struct sbx_provider_ops {
 	 *  moment where neither the old nor the new lists apply. -ENOTSUP (the sandbox has no
 	 *  network of its own to filter: none or host), -EINVAL (an entry, named), -ESRCH. */
 	int (*set_egress)(void *sb, const char *const *allow_out, const char *const *deny_out, sbx_error **err);
+
+	/* ---- version 6 ---- */
+	/** Optional: pays now what the sandbox's first command would pay on its path (local:
+	 *  its memory group, made at the first exec so idle sandboxes stay small). Warm pools
+	 *  call it on a sandbox they keep ready, off the taker's path; failing is harmless
+	 *  (the first command pays as before). -ESRCH. */
+	int (*warm)(void *sb, sbx_error **err);
 } sbx_provider_ops;
 
 

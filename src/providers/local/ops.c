@@ -163,6 +163,12 @@ static int l_resume(void *h, sbx_error **err)
 	return sbx__cg_freeze(sbx__local_cg(sb->ctx), sb->id, 0, err);
 }
 
+/* A pooled sandbox's memory group now, not at its taker's first exec. */
+static int l_warm(void *h, sbx_error **err)
+{
+	return sbx__local_memcg_join(h, err);
+}
+
 extern const sbx_provider_desc sbx_provider_local_desc;
 
 const sbx_provider_ops sbx_provider_local = {
@@ -204,4 +210,5 @@ const sbx_provider_ops sbx_provider_local = {
 	.snapshot = sbx__local_snapshot,
 	.snapshot_remove = sbx__local_snapshot_remove,
 	.set_egress = l_set_egress,
+	.warm = l_warm,
 };
