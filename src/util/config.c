@@ -39,7 +39,7 @@ const struct sbx_knob sbx__knobs[] = {
 	K("SBX_CGROUP", CHOICE, "providers/local", "(detected)", "v1, v2 or none: force the cgroup hierarchy sandbox limits use"),
 	K("SBX_CGROUP_PARENT", STRING, "providers/local", "(sbx-<hash of state dir>)", "name of the parent cgroup of the sandboxes' groups"),
 	K("SBX_DEFAULT_MEMORY", SIZE, "providers/local", "(1/4 of RAM, 256M..8G)", "memory limit of a sandbox that asks for none; a bare number is MiB, 0 = unlimited"),
-	K("SBX_MEMCG_SPARES", INTEGER, "providers/local", "16", "cgroup v1: emptied memory groups kept per state dir for the next sandbox's first exec (0 = off, at most 64)"),
+	K("SBX_MEMCG_SPARES", INTEGER, "providers/local", "16", "cgroup v1: emptied memory groups kept per state dir for the next sandbox's first exec, by a process from its second create on (0 = off, at most 64)"),
 	K("SBX_NET_DENY_PRIVATE", BOOLEAN, "providers/local", "0", "network=internet: 1 also blocks 10/8, 172.16/12, 192.168/16 and 100.64/10"),
 	K("SBX_NET_DNS", LIST, "providers/local", "(the host's non-loopback nameservers)", "network=internet: the sandboxes' IPv4 nameservers"),
 	K("SBX_NET_POOL", STRING, "providers/local", "100.96.0.0/12", "network=internet: IPv4 prefix (/8../24) sandbox addresses come from, a /31 each"),
