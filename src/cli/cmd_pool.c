@@ -88,8 +88,14 @@ static int make_one(sbx_runtime *rt, const sbx_sandbox_opts *o, const char *read
 	int r = sbx_sandbox_create(&sb, rt, o, err);
 	if (r < 0)
 		return r;
-	sbx__sandbox_warm(sb); /* its taker's first exec pays nothing more */
 	const char *id = sbx_sandbox_id(sb);
+	/* Its taker's first exec pays nothing more; one dead already is not kept. */
+	if (sbx__sandbox_warm(sb) == -ESRCH) {
+		r = sbx_error_set(err, -ESRCH, "pool: sandbox %s died before it was ready", id);
+		sbx_sandbox_destroy(sb, NULL);
+		sbx_sandbox_free(sb);
+		return r;
+	}
 	pid_t pid = init_of(rt, label, id);
 	_cleanup_free_ char *tmp = xasprintf("%s/.%s", ready, id);
 	_cleanup_free_ char *rec = xasprintf("%s/%s", ready, id);

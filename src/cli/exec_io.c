@@ -319,7 +319,7 @@ int cli_exec_stdio(sbx_sandbox *sb, const sbx_exec_opts *base, enum cli_stdin in
 	/* The host's ends of the command's pipes go to the relay, and the pump
 	 * works on relay pipes only the relay and we hold (exec_relay.c). */
 	struct cli_relay_fds rf = { -1, -1, -1, -1, -1, -1, { -1, -1, -1 } };
-	struct cli_relay relay = { -1, -1, -1, NULL };
+	struct cli_relay relay = { -1, -1, -1, NULL, 0 };
 	cli_stdio_guard();
 	int merged = same_file(STDOUT_FILENO, STDERR_FILENO), fwd = cli_stdin_forwarded(in), started = 0;
 	int code = EXIT_SBX;

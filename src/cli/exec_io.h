@@ -48,6 +48,7 @@ struct cli_relay {
 	int ack; /* hangs up once, after that, the relay has passed on all the
 	            command's pipes held (or when the relay is gone) */
 	void *map; /* its stack and state (it shares our memory) */
+	size_t map_len;
 };
 /* Starts the relay with copies of every fd in `f`; the caller then closes its
  * own copies of all but theirs[] (which go in the exec request) and of

@@ -43,7 +43,6 @@
 
 #define RELAY_BUF 65536
 #define RELAY_STACK (64 * 1024)
-#define PAGE 4096
 
 #if defined(__x86_64__) || defined(__aarch64__)
 #define RELAY_SHARES_MEMORY 1
@@ -51,8 +50,17 @@
 #define RELAY_SHARES_MEMORY 0
 #endif
 
+/* What runs in the relay: on our memory, but not one of our threads, so no
+ * sanitizer runtime (its reports and fake stacks use the thread data of the
+ * thread that started it) and no libc. */
+#if RELAY_SHARES_MEMORY
+#define RELAY_SIDE __attribute__((no_sanitize("address", "undefined")))
+#else
+#define RELAY_SIDE
+#endif
+
 /* A system call that leaves errno alone: -errno on failure. */
-static long rsys(long n, long a, long b, long c, long d, long e)
+RELAY_SIDE static long rsys(long n, long a, long b, long c, long d, long e)
 {
 #if defined(__x86_64__)
 	register long r10 __asm__("r10") = d;
@@ -103,13 +111,13 @@ struct relay_state {
 
 /* poll(2) for both architectures (arm64 has only ppoll): a negative
  * timeout waits for ever, 0 not at all. */
-static long r_poll(struct pollfd *pf, unsigned n, int wait)
+RELAY_SIDE static long r_poll(struct pollfd *pf, unsigned n, int wait)
 {
 	struct timespec zero = { 0, 0 };
 	return rsys(SYS_ppoll, (long)pf, n, wait ? 0 : (long)&zero, 0, 8);
 }
 
-static void drop(int *fd)
+RELAY_SIDE static void drop(int *fd)
 {
 	if (*fd >= 0)
 		R_CLOSE(*fd);
@@ -118,14 +126,14 @@ static void drop(int *fd)
 
 /* Both ends of a stream go at once: EOF on src is EOF for dst's reader,
  * and a reader gone from dst leaves nothing to copy src to. */
-static void end_stream(struct stream *s)
+RELAY_SIDE static void end_stream(struct stream *s)
 {
 	drop(&s->src);
 	drop(&s->dst);
 	s->len = 0;
 }
 
-static void step(struct stream *s, short revents)
+RELAY_SIDE static void step(struct stream *s, short revents)
 {
 	if (s->len == 0 && (revents & (POLLIN | POLLHUP | POLLERR))) {
 		long n = R_READ(s->src, s->buf, RELAY_BUF);
@@ -149,7 +157,7 @@ static void step(struct stream *s, short revents)
 }
 
 /* Nothing of the command's output waits in its pipes or in our buffers. */
-static int outputs_idle(struct relay_state *st)
+RELAY_SIDE static int outputs_idle(struct relay_state *st)
 {
 	for (int i = 0; i < 2; i++) {
 		struct stream *s = &st->s[i];
@@ -165,7 +173,7 @@ static int outputs_idle(struct relay_state *st)
 }
 
 /* Closes every fd but those in keep (-1 entries ignored), a range at a time. */
-static void close_all_but(int *keep, int k)
+RELAY_SIDE static void close_all_but(int *keep, int k)
 {
 	for (int i = 1; i < k; i++) /* insertion sort: at most 11 */
 		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
@@ -184,21 +192,25 @@ static void close_all_but(int *keep, int k)
 	R_CLOSE_RANGE(lo, ~0U);
 }
 
-static void nonblock(int fd)
+RELAY_SIDE static void nonblock(int fd)
 {
 	if (fd >= 0)
 		R_FCNTL(fd, F_SETFL, R_FCNTL(fd, F_GETFL, 0) | O_NONBLOCK);
 }
 
-static _Noreturn void relay_exit(int code)
+RELAY_SIDE static _Noreturn void relay_exit(int code)
 {
 	for (;;)
 		rsys(SYS_exit_group, code, 0, 0, 0, 0);
 }
 
-static int relay_main(void *arg)
+RELAY_SIDE static int relay_main(void *arg)
 {
 	struct relay_state *st = arg;
+	/* Every signal, glibc's own two included (sigprocmask leaves those
+	 * out): their handlers would act on the thread data of our thread. */
+	unsigned long all = ~0UL;
+	rsys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, sizeof(all), 0);
 	/* Keep only the relay's fds: none of the caller's stdio. */
 	close_all_but(st->keep, st->nkeep);
 	for (int i = 0; i < 3; i++) {
@@ -258,10 +270,20 @@ static int relay_main(void *arg)
 }
 
 /* The relay's state and, below it, its stack over a guard page: one
- * mapping, never unmapped while the relay may run. */
-#define RELAY_MAP (PAGE + RELAY_STACK + ((sizeof(struct relay_state) + PAGE - 1) & ~(size_t)(PAGE - 1)))
+ * mapping, never unmapped while the relay may run. Sizes in pages of this
+ * kernel's size (4 KiB to 64 KiB on arm64). */
+static size_t page_round(size_t n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	return (n + pg - 1) / pg * pg;
+}
 
-static pid_t spawn(struct relay_state *st, char *map)
+static size_t relay_map_len(void)
+{
+	return page_round(1) + page_round(RELAY_STACK) + page_round(sizeof(struct relay_state));
+}
+
+static pid_t spawn(struct relay_state *st, char *stack_top)
 {
 #if RELAY_SHARES_MEMORY
 	/* Every signal blocked across the clone, so the relay starts (and
@@ -269,13 +291,13 @@ static pid_t spawn(struct relay_state *st, char *map)
 	sigset_t all, old;
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	pid_t pid = clone(relay_main, map + PAGE + RELAY_STACK, CLONE_VM | SIGCHLD, st);
+	pid_t pid = clone(relay_main, stack_top, CLONE_VM | SIGCHLD, st);
 	int e = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	errno = e;
 	return pid;
 #else
-	(void)map;
+	(void)stack_top;
 	pid_t pid = fork();
 	if (pid == 0) {
 		sigset_t all;
@@ -301,7 +323,8 @@ int cli_relay_start(struct cli_relay *r, const struct cli_relay_fds *f)
 		close(ctl[1]);
 		return -e;
 	}
-	char *map = mmap(NULL, RELAY_MAP, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	size_t len = relay_map_len(), guard = page_round(1);
+	char *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (map == MAP_FAILED) {
 		int e = errno;
 		close(ctl[0]);
@@ -310,8 +333,9 @@ int cli_relay_start(struct cli_relay *r, const struct cli_relay_fds *f)
 		close(ack[1]);
 		return -e;
 	}
-	mprotect(map, PAGE, PROT_NONE); /* best effort: the stack's guard */
-	struct relay_state *st = (struct relay_state *)(map + PAGE + RELAY_STACK);
+	mprotect(map, guard, PROT_NONE); /* best effort: the stack's guard */
+	char *stack_top = map + guard + page_round(RELAY_STACK);
+	struct relay_state *st = (struct relay_state *)stack_top;
 	int src[3] = { f->out_r, f->err_r, f->rin_r }, dst[3] = { f->rout_w, f->rerr_w, f->in_w };
 	st->nkeep = 0;
 	st->keep[st->nkeep++] = st->ctl = ctl[0];
@@ -330,14 +354,14 @@ int cli_relay_start(struct cli_relay *r, const struct cli_relay_fds *f)
 		st->keep[st->nkeep++] = st->held[i];
 	}
 	st->parent = getpid();
-	pid_t pid = spawn(st, map);
+	pid_t pid = spawn(st, stack_top);
 	if (pid < 0) {
 		int e = errno;
 		close(ctl[0]);
 		close(ctl[1]);
 		close(ack[0]);
 		close(ack[1]);
-		munmap(map, RELAY_MAP);
+		munmap(map, len);
 		return -e;
 	}
 	close(ctl[0]);
@@ -346,6 +370,7 @@ int cli_relay_start(struct cli_relay *r, const struct cli_relay_fds *f)
 	r->ctl = ctl[1];
 	r->ack = ack[0];
 	r->map = map;
+	r->map_len = len;
 	return 0;
 }
 
@@ -363,7 +388,7 @@ void cli_relay_finish(struct cli_relay *r)
 	 * the sandbox lets go of the pipe or its processes end, on a mapping
 	 * we leave to it. */
 	if (r->pid > 0 && waitpid(r->pid, NULL, WNOHANG) == r->pid && r->map) {
-		munmap(r->map, RELAY_MAP);
+		munmap(r->map, r->map_len);
 	}
 	r->map = NULL;
 	r->pid = -1;

@@ -140,21 +140,23 @@ static struct pool *next_to_fill(struct sbx_pools *ps, double now)
 	return NULL;
 }
 
-void sbx__warm(const sbx_provider_ops *ops, void *impl, const char *id)
+int sbx__warm(const sbx_provider_ops *ops, void *impl, const char *id)
 {
 	/* Tables older than version 6 end before warm: never read past them. */
 	if (ops->version < 6 || !ops->warm)
-		return;
+		return 0;
 	sbx_error *err = NULL;
-	if (ops->warm(impl, &err) < 0)
-		SBX_LOGD("pool: warming %s failed (its first command pays instead): %s", id,
+	int r = ops->warm(impl, &err);
+	if (r < 0)
+		SBX_LOGD("pool: warming %s failed%s: %s", id, r == -ESRCH ? "" : " (its first command pays instead)",
 			 err && err->msg ? err->msg : "?");
 	sbx_error_free(err);
+	return r;
 }
 
-void sbx__sandbox_warm(sbx_sandbox *sb)
+int sbx__sandbox_warm(sbx_sandbox *sb)
 {
-	sbx__warm(sbx__sandbox_ops(sb), sbx__sandbox_impl(sb), sbx_sandbox_id(sb));
+	return sbx__warm(sbx__sandbox_ops(sb), sbx__sandbox_impl(sb), sbx_sandbox_id(sb));
 }
 
 static void *refill_thread(void *arg)
@@ -174,9 +176,12 @@ static void *refill_thread(void *arg)
 		sbx_error *err = NULL;
 		e.born = sbx__now_mono();
 		int r = p->ops->create(&e.impl, &e.id, p->ctx, &p->o, &err);
-		if (r == 0)
-			sbx__warm(p->ops, e.impl, e.id);
-		sbx__sem_release(p->sem);
+		sbx__sem_release(p->sem); /* warming needs no create slot */
+		if (r == 0 && sbx__warm(p->ops, e.impl, e.id) == -ESRCH) {
+			/* Dead already: never hand it out. */
+			r = sbx_error_set(&err, -ESRCH, "sandbox %s died before it was ready", e.id);
+			entry_destroy(p->ops, &e);
+		}
 		pthread_mutex_lock(&ps->m);
 		if (r < 0) {
 			p->failures++;

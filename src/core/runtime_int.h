@@ -56,10 +56,12 @@ int sbx__exec_check_tty(const sbx_provider_ops *ops, const sbx_exec_opts *o, sbx
 /* Provider access for core helpers (keepalive). */
 const sbx_provider_ops *sbx__sandbox_ops(const sbx_sandbox *sb);
 void *sbx__sandbox_impl(const sbx_sandbox *sb);
-/* Best effort: what a pooled sandbox's first command would pay, paid now
- * (the provider's version 6 `warm`; nothing when it has none). */
-void sbx__warm(const sbx_provider_ops *ops, void *impl, const char *id);
-void sbx__sandbox_warm(sbx_sandbox *sb);
+/* What a pooled sandbox's first command would pay, paid now (the
+ * provider's version 6 `warm`; 0 when it has none). Only -ESRCH (the
+ * sandbox is dead) matters to the caller: other failures leave it to the
+ * first command. */
+int sbx__warm(const sbx_provider_ops *ops, void *impl, const char *id);
+int sbx__sandbox_warm(sbx_sandbox *sb);
 sbx_runtime *sbx__sandbox_runtime(const sbx_sandbox *sb);
 void sbx__sandbox_set_keepalive(sbx_sandbox *sb, int on);
 

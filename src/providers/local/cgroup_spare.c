@@ -23,12 +23,12 @@
  * rename, which fails with EEXIST on a taken name, so processes sharing a
  * state dir never take the same spare. At most SBX_MEMCG_SPARES (default
  * 16) per parent; a runtime that parked any removes them all when it is
- * freed (cgroup.c), like the parent groups, so the next process that
- * destroys a sandbox of the state dir (`sbx run`, `sbx gc` of a leaked one,
- * a server) clears what a crashed one left; a process that parked none
- * (`sbx exec`, `sbx ls`) leaves them. A CLI run that exits drops a live
- * server's spares too: that only costs the server fresh groups until it
- * parks new ones.
+ * freed (cgroup.c), like the parent groups. What a crashed process left
+ * is taken by later first execs and removed by the next process that
+ * parks (a server, a trainer, a pool keeper); a process that parked none
+ * (`sbx exec`, `sbx ls`, `sbx rm`, `sbx gc`, a one-shot `sbx run`) leaves
+ * them. A process that parked and exits drops a live server's spares too:
+ * that only costs the server fresh groups until it parks new ones.
  */
 #include <errno.h>
 #include <stdint.h>
