@@ -28,5 +28,8 @@ fi
 read -r p1 f1 s1 < "$build/meson-logs/testlog.json.totals" 2>/dev/null || { p1=0; f1=1; s1=0; }
 read -r p2 f2 s2 < "$asan/meson-logs/testlog.json.totals" 2>/dev/null || { p2=0; f2=1; s2=0; }
 [ "$rc" -ne 0 ] && [ $((f1 + f2)) -eq 0 ] && f1=1
+# The names of what failed go last, where a CI log's tail shows them.
+cat "$build/meson-logs/testlog.json.failed" "$asan/meson-logs/testlog.json.failed" 2>/dev/null |
+  sed 's/^/check: failed /'
 echo "check: $((p1 + p2)) passed, $((f1 + f2)) failed, $((s1 + s2)) skipped"
 exit $rc

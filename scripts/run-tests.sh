@@ -33,6 +33,8 @@ skips = []        # (test, reason): something missing on this machine
 by_design = 0     # compat checks an older SDK has no API for, n/a cases
 syn = re.compile(r"Synthesis: Tested: (\d+) \| Passing: (\d+) \| Failing: (\d+) \| Crashing: (\d+)")
 crit_skip = re.compile(r"^\[SKIP\] (.*)$", re.M)
+crit_fail = re.compile(r"^\[FAIL\] ([^:\s]+::[^:\s]+)", re.M)
+fails = []        # names of what failed, for the closing line (CI shows the tail)
 compat = re.compile(r"^compat: \d+ versions, (\d+) passed, (\d+) failed, (\d+) skipped$", re.M)
 for line in open(path):
     t = json.loads(line)
@@ -44,8 +46,10 @@ for line in open(path):
         tested, ok, bad, crash = map(int, m.groups())
         passed += ok
         failed += bad
+        fails += [f"{name}/{c}" for c in crit_fail.findall(out)]
         if result not in ("OK", "SKIP") and bad == 0:
             failed += 1
+            fails.append(f"{name} ({result})")
         for r in crit_skip.findall(out):
             # A case that cannot apply to what is tested (the conformance
             # suite's providers) is skipped by design, not for want of a tool.
@@ -57,6 +61,8 @@ for line in open(path):
         p, f, s = map(int, c[-1])
         passed += p
         failed += f + (1 if result != "OK" and f == 0 else 0)
+        if f or result != "OK":
+            fails.append(f"{name} ({result})")
         by_design += s
     elif result == "OK":
         passed += 1
@@ -65,6 +71,7 @@ for line in open(path):
         skips.append((name, reason))
     else:
         failed += 1
+        fails.append(f"{name} ({result})")
 for name, reason in skips:
     print(f"{label}: skipped {name}: {reason}")
 if must_work and skips:
@@ -75,6 +82,7 @@ else:
 skipped += by_design
 print(f"{label}: {passed} passed, {failed} failed, {skipped} skipped")
 open(path + ".totals", "w").write(f"{passed} {failed} {skipped}\n")
+open(path + ".failed", "w").write("".join(f"{label}: {n}\n" for n in fails))
 sys.exit(1 if failed else 0)
 PY
 exit $rc

@@ -175,9 +175,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return MHD_YES;
 	}
 	/* MHD goes on feeding the bytes it holds (the next chunk of a chunked
-	 * body) in the call that suspended the connection: left unconsumed,
-	 * they come again once the worker resumes it. */
-	if (atomic_load(&r->busy))
+	 * body) in the pass that suspended the connection: left unconsumed,
+	 * they come again once it is resumed. MHD's own flag, not busy: the
+	 * worker clears busy before its resume reaches MHD's thread, and a
+	 * second suspend of a suspended connection corrupts MHD's lists (it
+	 * aborts: "Resumed connection was already in EREADY set"). Only this
+	 * thread changes that flag, so reading it here is exact. */
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_SUSPENDED);
+	if (atomic_load(&r->busy) || (ci && ci->suspended == MHD_YES))
 		return MHD_YES;
 	if (*upload_data_size) {
 		/* MHD cannot answer in the middle of a body: a chunked body past

@@ -215,3 +215,51 @@ Test(upload, upload_bounds_hold)
 		     401);
 	cr_assert(srv_stop(&S));
 }
+
+/* A chunked body of many small chunks, sent in bulk: MHD hands the handler
+ * the next chunk in the same pass that suspended the connection for the
+ * previous one (its chunk loop), while a worker may be resuming it. A second
+ * suspend of a suspended connection corrupted MHD's lists ("Resumed
+ * connection was already in EREADY set": the server aborted, CI 2026-12-07). */
+Test(upload, many_small_chunks_keep_the_server_up)
+{
+	srv_start(&S, NULL, 0);
+	enum { CHUNK = 64, CHUNKS = 65536, BATCH = 4096 };
+	int fd = tcp_to_server(NULL);
+	/* A server that stops reading without closing fails the test, not hangs it. */
+	struct timeval tv = { .tv_sec = 20 };
+	cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)), 0);
+	char h[512];
+	snprintf(h, sizeof(h), "PUT /templates/t1/files/00aa HTTP/1.1\r\nHost: x\r\nX-API-KEY: %s\r\n"
+		 "Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n", S.key);
+	send_str(fd, h);
+	size_t one = 4 + CHUNK + 2; /* "40\r\n" + data + "\r\n" */
+	char *buf = malloc(one * BATCH);
+	cr_assert_not_null(buf);
+	for (size_t i = 0; i < BATCH; i++) {
+		char *p = buf + i * one;
+		memcpy(p, "40\r\n", 4);
+		memset(p + 4, 'a' + (int)(i % 26), CHUNK);
+		memcpy(p + 4 + CHUNK, "\r\n", 2);
+	}
+	for (int b = 0; b < CHUNKS / BATCH; b++) {
+		size_t off = 0, len = one * BATCH;
+		while (off < len) {
+			ssize_t n = send(fd, buf + off, len - off, MSG_NOSIGNAL);
+			cr_assert_gt(n, 0, "the server stopped reading after %d of %d batches (see %s)", b, CHUNKS / BATCH,
+				     S.log);
+			off += (size_t)n;
+		}
+	}
+	free(buf);
+	send_str(fd, "0\r\n\r\n");
+	cr_assert_eq(read_status(fd, 20000), 200, "no answer to a chunked upload (a hung connection? see %s)", S.log);
+	close(fd);
+	char tar[700];
+	snprintf(tar, sizeof(tar), "%s/server/build-files/00aa.tar.gz", S.state);
+	struct stat sb;
+	cr_assert_eq(stat(tar, &sb), 0);
+	cr_assert_eq((unsigned long long)sb.st_size, (unsigned long long)CHUNK * CHUNKS);
+	cr_assert_eq(kill(S.pid, 0), 0, "the server died (see %s)", S.log);
+	cr_assert(srv_stop(&S));
+}
