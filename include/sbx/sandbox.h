@@ -309,7 +309,14 @@ typedef struct sbx_sandbox_info {
 int sbx_sandbox_list(sbx_sandbox_info **out, size_t *n_out, sbx_runtime *rt,
 		     const char *provider, const char *const *filter, sbx_error **err);
 
-/** Frees a list from sbx_sandbox_list(). */
+/**
+ * The sbx_sandbox_list() row of one open sandbox, without listing the others.
+ * @param out owned array of one; free with sbx_sandbox_info_free(*out, 1).
+ * @return 0, -ESRCH (gone), -ENOSYS (the provider cannot list).
+ */
+int sbx_sandbox_info_get(sbx_sandbox_info **out, sbx_sandbox *sb, sbx_error **err);
+
+/** Frees a list from sbx_sandbox_list() or sbx_sandbox_info_get(). */
 void sbx_sandbox_info_free(sbx_sandbox_info *v, size_t n);
 
 #ifdef __cplusplus

@@ -283,8 +283,6 @@ int sbx_sandbox_set_timeout(sbx_sandbox *sb, unsigned ttl_s, sbx_error **err)
 	return sb->ops->set_timeout(sb->impl, ttl_s, err);
 }
 
-static void info_clear(sbx_sandbox_info *i);
-
 static int labels_match(char *const *labels, const char *const *filter)
 {
 	for (size_t i = 0; filter && filter[i]; i++) {
@@ -296,6 +294,15 @@ static int labels_match(char *const *labels, const char *const *filter)
 			return 0;
 	}
 	return 1;
+}
+
+static void info_clear(sbx_sandbox_info *i)
+{
+	free(i->id);
+	free(i->provider);
+	free(i->image);
+	free(i->state);
+	sbx__strv_free(i->labels);
 }
 
 int sbx_sandbox_list(sbx_sandbox_info **out, size_t *n_out, sbx_runtime *rt, const char *provider,
@@ -325,13 +332,44 @@ int sbx_sandbox_list(sbx_sandbox_info **out, size_t *n_out, sbx_runtime *rt, con
 	return 0;
 }
 
-static void info_clear(sbx_sandbox_info *i)
+int sbx_sandbox_info_get(sbx_sandbox_info **out, sbx_sandbox *sb, sbx_error **err)
 {
-	free(i->id);
-	free(i->provider);
-	free(i->image);
-	free(i->state);
-	sbx__strv_free(i->labels);
+	*out = NULL;
+	if (sb->destroyed)
+		return gone(sb, err);
+	const sbx_provider_ops *ops = sb->ops;
+	sbx_sandbox_info *one = xcalloc(1, sizeof(*one));
+	/* Tables older than version 7 end before info: never read past them. */
+	if (ops->version >= 7 && ops->info) {
+		int r = ops->info(one, sb->impl, err);
+		if (r < 0) {
+			info_clear(one);
+			free(one);
+			return r;
+		}
+		free(one->provider);
+		one->provider = xstrdup(ops->name);
+		*out = one;
+		return 0;
+	}
+	free(one);
+	sbx_sandbox_info *v = NULL;
+	size_t n = 0;
+	int r = sbx_sandbox_list(&v, &n, sb->rt, ops->name, NULL, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		if (!*out && strcmp(v[i].id, sbx_sandbox_id(sb)) == 0) {
+			*out = xmalloc(sizeof(**out));
+			**out = v[i];
+			free((*out)->provider); /* a wrapper's rows carry what it wraps */
+			(*out)->provider = xstrdup(ops->name);
+		} else {
+			info_clear(&v[i]);
+		}
+	}
+	free(v);
+	return *out ? 0 : sbx_error_set(err, -ESRCH, "no sandbox '%s' (gone?)", sbx_sandbox_id(sb));
 }
 
 void sbx_sandbox_info_free(sbx_sandbox_info *v, size_t n)

@@ -136,8 +136,9 @@ typedef struct sbx_provider_desc {
  * Version 4 appended `fork`, `snapshot` and `snapshot_remove`; the core reads
  * them only from version 4 tables.
  * Version 5 appended `set_egress`.
+ * Version 6 appended `warm`; version 7 `info`.
  */
-#define SBX_PROVIDER_OPS_VERSION 6
+#define SBX_PROVIDER_OPS_VERSION 7
 
 /*
  * Every op returns 0 or a negative errno and sets *err (a lowercase message naming the
@@ -266,6 +267,12 @@ typedef struct sbx_provider_ops {
 	 *  call it on a sandbox they keep ready, off the taker's path; failing is harmless
 	 *  (the first command pays as before). -ESRCH. */
 	int (*warm)(void *sb, sbx_error **err);
+
+	/* ---- version 7 ---- */
+	/** Optional: the `list` row of this one sandbox, without reading the others (a pool
+	 *  keeper asks it of every sandbox it makes). Fills *out's fields with owned strings
+	 *  (the core sets `provider`); without it the core lists and picks. -ESRCH. */
+	int (*info)(sbx_sandbox_info *out, void *sb, sbx_error **err);
 } sbx_provider_ops;
 
 

@@ -31,6 +31,39 @@ static int sock_listening(struct local_ctx *c, const char *id)
 	return connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN;
 }
 
+/* One listing row from a state file (its labels are moved out of st). */
+static void fill_info(sbx_sandbox_info *i, struct local_state *st, double now)
+{
+	memset(i, 0, sizeof(*i));
+	int alive = sbx__proc_alive(st->pid, st->start);
+	int owner_alive = sbx__proc_alive(st->owner, st->owner_start);
+	i->id = xstrdup(st->id);
+	i->provider = xstrdup("local");
+	i->image = xstrdup(st->image);
+	i->state = xstrdup(alive ? "running" : "dead");
+	i->labels = steal_ptr(&st->labels);
+	i->created_at = st->created;
+	i->expires_at = st->expires;
+	i->pid = st->pid;
+	i->leaked = !alive;
+	if (alive && !st->detach && !owner_alive)
+		i->leaked = 1;
+	if (alive && st->expires && now > st->expires + 5)
+		i->leaked = 1;
+}
+
+int sbx__local_info(sbx_sandbox_info *out, void *h, sbx_error **err)
+{
+	struct local_sb *sb = h;
+	_cleanup_free_ char *path = xasprintf("%s.json", sb->dir);
+	struct local_state st;
+	if (sbx__state_read(&st, path, NULL) < 0)
+		return sbx_error_set(err, -ESRCH, "no sandbox '%s' (gone?)", sb->id);
+	fill_info(out, &st, sbx__now_real());
+	sbx__state_clear(&st);
+	return 0;
+}
+
 int sbx__local_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_error **err)
 {
 	struct local_ctx *c = ctx;
@@ -50,24 +83,7 @@ int sbx__local_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_error 
 		if (sbx__state_read(&st, path, NULL) < 0)
 			continue;
 		v = xrealloc(v, (n + 1) * sizeof(*v));
-		sbx_sandbox_info *i = &v[n++];
-		memset(i, 0, sizeof(*i));
-		int alive = sbx__proc_alive(st.pid, st.start);
-
-		int owner_alive = sbx__proc_alive(st.owner, st.owner_start);
-		i->id = xstrdup(st.id);
-		i->provider = xstrdup("local");
-		i->image = xstrdup(st.image);
-		i->state = xstrdup(alive ? "running" : "dead");
-		i->labels = steal_ptr(&st.labels);
-		i->created_at = st.created;
-		i->expires_at = st.expires;
-		i->pid = st.pid;
-		i->leaked = !alive;
-		if (alive && !st.detach && !owner_alive)
-			i->leaked = 1;
-		if (alive && st.expires && now > st.expires + 5)
-			i->leaked = 1;
+		fill_info(&v[n++], &st, now);
 		sbx__state_clear(&st);
 	}
 	/* Groups, writable layers, sockets or half-written state files with no

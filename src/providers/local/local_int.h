@@ -166,6 +166,7 @@ int sbx__local_teardown(struct local_sb *sb, sbx_error **err);
 int sbx__local_valid_id(const char *id);
 /* gc.c: the list and destroy_id ops (orphans included, for GC). */
 int sbx__local_list(sbx_sandbox_info **out, size_t *n_out, void *ctx, sbx_error **err);
+int sbx__local_info(sbx_sandbox_info *out, void *sb, sbx_error **err);
 int sbx__local_destroy_id(void *ctx, const char *id, sbx_error **err);
 /* local.c: host id of the sandbox's root (0 for userns=host): files the host
  * creates inside belong to base + the id inside. */

@@ -211,4 +211,5 @@ const sbx_provider_ops sbx_provider_local = {
 	.snapshot_remove = sbx__local_snapshot_remove,
 	.set_egress = l_set_egress,
 	.warm = l_warm,
+	.info = sbx__local_info,
 };

@@ -231,6 +231,35 @@ Test(core_guards, version_2_tables_get_enosys_for_newer_ops)
 	sbx_sandbox_free(sb);
 }
 
+static int info_never_called(sbx_sandbox_info *out, void *sb, sbx_error **err)
+{
+	(void)out;
+	(void)sb;
+	(void)err;
+	cr_assert_fail("the core read info from a version 6 table");
+	return 0;
+}
+
+/* A version 6 table ends before `info`: sbx_sandbox_info_get lists instead
+ * (here the table cannot list: -ENOSYS), never calling the field. */
+Test(core_guards, version_6_tables_are_listed_not_asked_for_info)
+{
+	static const sbx_provider_ops v6 = { .version = 6, .name = "oldsix", .create = t_create, .exec = t_exec,
+					     .destroy = t_destroy, .close = t_close, .info = info_never_called };
+	sbx_error *e = NULL;
+	int r = sbx_provider_register(&v6, &e);
+	cr_assert(r == 0 || r == -EEXIST, "%s", e ? e->msg : "");
+	sbx_error_free(e);
+	e = NULL;
+	sbx_sandbox *sb = make("oldsix");
+	sbx_sandbox_info *one = NULL;
+	cr_assert_eq(sbx_sandbox_info_get(&one, sb, &e), -ENOSYS);
+	cr_assert_null(one);
+	cr_assert_not_null(strstr(e->msg, "list"), "%s", e->msg);
+	sbx_error_free(e);
+	sbx_sandbox_free(sb);
+}
+
 Test(core_guards, registry_refuses_bad_tables)
 {
 	sbx_error *e = NULL;
