@@ -164,6 +164,7 @@ _PROTOS = {
     "sbx_sandbox_set_timeout": (c_int, [_P, c_uint, ErrPP]),
     "sbx_sandbox_list": (c_int, [POINTER(POINTER(SandboxInfoT)), POINTER(c_size_t), _P,
                                  c_char_p, c_char_pp, ErrPP]),
+    "sbx_sandbox_info_get": (c_int, [POINTER(POINTER(SandboxInfoT)), _P, ErrPP]),
     "sbx_sandbox_info_free": (None, [POINTER(SandboxInfoT), c_size_t]),
     "sbx_image_get": (c_int, [POINTER(_P), _P, c_char_p, ErrPP]),
     "sbx_image_free": (None, [_P]),

@@ -32,6 +32,15 @@ class SandboxInfo:
     created_at: float = 0.0
     expires_at: float = 0.0
     leaked: bool = False
+    pid: int = 0  #: local: the init's pid on the host (0 elsewhere)
+
+
+def _info_row(r: "_lib.SandboxInfoT") -> SandboxInfo:
+    labs = dict(s.split("=", 1) if "=" in s else (s, "") for s in _lib.read_strv(r.labels))
+    return SandboxInfo(id=_lib.pystr(r.id) or "", provider=_lib.pystr(r.provider) or "",
+                       image=_lib.pystr(r.image) or "", state=_lib.pystr(r.state) or "",
+                       labels=labs, created_at=r.created_at, expires_at=r.expires_at,
+                       leaked=bool(r.leaked), pid=int(r.pid))
 
 
 def _labels_list(labels: Optional[Dict[str, str]], what: str = "labels") -> Optional[List[str]]:
@@ -138,17 +147,7 @@ class Runtime:
                  _lib.cstr(resolve_backend(backend) if backend else self._backend),
                  filt.ptr if filt else None)
         try:
-            rows = []
-            for i in range(n.value):
-                r = out[i]
-                labs = dict(s.split("=", 1) if "=" in s else (s, "")
-                            for s in _lib.read_strv(r.labels))
-                rows.append(SandboxInfo(id=_lib.pystr(r.id) or "",
-                                        provider=_lib.pystr(r.provider) or "",
-                                        image=_lib.pystr(r.image) or "",
-                                        state=_lib.pystr(r.state) or "", labels=labs,
-                                        created_at=r.created_at, expires_at=r.expires_at,
-                                        leaked=bool(r.leaked)))
+            rows = [_info_row(out[i]) for i in range(n.value)]
             return rows
         finally:
             _lib.lib().sbx_sandbox_info_free(out, n.value)

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _args, _lib
 from .errors import Closed, ErrorSlot, InvalidArgument, call
-from .runtime import Runtime, _labels_list, default_runtime, resolve_backend
+from .runtime import Runtime, SandboxInfo, _info_row, _labels_list, default_runtime, resolve_backend
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -375,6 +375,15 @@ class Sandbox:
         if s >= 2 ** 32:
             raise InvalidArgument("seconds: too large")
         self._call("sbx_sandbox_set_timeout", "set timeout", int(s + 0.999) if s else 0)
+
+    def info(self) -> SandboxInfo:
+        """This sandbox's row of :meth:`Runtime.list_sandboxes`, without listing the others."""
+        out = ctypes.POINTER(_lib.SandboxInfoT)()
+        self._call("sbx_sandbox_info_get", "info", ctypes.byref(out), _SB)
+        try:
+            return _info_row(out[0])
+        finally:
+            _lib.lib().sbx_sandbox_info_free(out, 1)
 
     def destroy(self) -> None:
         """Destroys the sandbox (processes, mounts, files). Idempotent; other

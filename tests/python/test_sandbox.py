@@ -17,6 +17,8 @@ def test_lifecycle_and_listing(runtime):
         rows = runtime.list_sandboxes(labels={"pytest": tag})
         assert [r.id for r in rows] == [sb.id]
         assert rows[0].labels["pytest"] == tag and rows[0].image == "busybox"
+        assert sb.info() == rows[0]  # its own row, without the listing
+        assert rows[0].pid > 0 and rows[0].state == "running"
         again = sbx.Sandbox.attach(sb.id, runtime=runtime)
         assert again.exec("echo attached").stdout == b"attached\n"
         again.close()  # the same sandbox: destroyed through either handle
@@ -27,6 +29,8 @@ def test_lifecycle_and_listing(runtime):
     assert runtime.list_sandboxes(labels={"pytest": tag}) == []
     with pytest.raises(sbx.Closed):
         sb.exec("true")
+    with pytest.raises(sbx.Closed):
+        sb.info()
 
 
 def test_context_manager_destroys(runtime):
