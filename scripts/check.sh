@@ -9,6 +9,8 @@ rc=0
 # once, a few minutes): both passes share the plain build's. Tests never use
 # the default stores (/var/lib/sbx/images, /run/sbx); `make demo` does.
 mkdir -p "$build"
+# This run's totals and failures only (run-tests.sh writes them anew).
+rm -f "$build/meson-logs/testlog.json."{totals,failed} "$asan/meson-logs/testlog.json."{totals,failed}
 SBX_TEST_TASK_IMAGE_DIR=${SBX_TEST_TASK_IMAGE_DIR:-$(cd "$build" && pwd)/test-task-images}
 export SBX_TEST_TASK_IMAGE_DIR
 bash scripts/run-tests.sh "$build" || rc=1
@@ -29,7 +31,12 @@ read -r p1 f1 s1 < "$build/meson-logs/testlog.json.totals" 2>/dev/null || { p1=0
 read -r p2 f2 s2 < "$asan/meson-logs/testlog.json.totals" 2>/dev/null || { p2=0; f2=1; s2=0; }
 [ "$rc" -ne 0 ] && [ $((f1 + f2)) -eq 0 ] && f1=1
 # The names of what failed go last, where a CI log's tail shows them.
-cat "$build/meson-logs/testlog.json.failed" "$asan/meson-logs/testlog.json.failed" 2>/dev/null |
-  sed 's/^/check: failed /'
+for b in "$build" "$asan"; do
+  if [ -f "$b/meson-logs/testlog.json.failed" ]; then
+    sed 's/^/check: failed /' "$b/meson-logs/testlog.json.failed"
+  else
+    echo "check: failed $(basename "$b"): no test results (the build or meson failed; see above)"
+  fi
+done
 echo "check: $((p1 + p2)) passed, $((f1 + f2)) failed, $((s1 + s2)) skipped"
 exit $rc

@@ -17,6 +17,9 @@ build=${1:?usage: run-tests.sh BUILD_DIR [meson test args...]}
 shift
 label=$(basename "$build")
 rc=0
+# No totals or names of an earlier run may stand for this one.
+rm -f "$build/meson-logs/testlog.json" "$build/meson-logs/testlog.json.totals" \
+  "$build/meson-logs/testlog.json.failed"
 meson test -C "$build" --print-errorlogs --num-processes 2 "$@" || rc=$?
 # The suite's own scratch file system for writable layers (tests/meson.build):
 # unmounted and deleted, so the next run starts from nothing.
@@ -77,6 +80,7 @@ for name, reason in skips:
 if must_work and skips:
     print(f"{label}: SBX_MUST_WORK=1 and {len(skips)} test(s) skipped: counted as failed")
     failed += len(skips)
+    fails += [f"{name} (skipped: {reason})" for name, reason in skips]
 else:
     skipped += len(skips)
 skipped += by_design

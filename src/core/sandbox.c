@@ -347,8 +347,9 @@ int sbx_sandbox_info_get(sbx_sandbox_info **out, sbx_sandbox *sb, sbx_error **er
 			free(one);
 			return r;
 		}
-		free(one->provider);
-		one->provider = xstrdup(ops->name);
+		/* What list would say: the op's own value, else the provider's name. */
+		if (!one->provider)
+			one->provider = xstrdup(ops->name);
 		*out = one;
 		return 0;
 	}
@@ -362,8 +363,6 @@ int sbx_sandbox_info_get(sbx_sandbox_info **out, sbx_sandbox *sb, sbx_error **er
 		if (!*out && strcmp(v[i].id, sbx_sandbox_id(sb)) == 0) {
 			*out = xmalloc(sizeof(**out));
 			**out = v[i];
-			free((*out)->provider); /* a wrapper's rows carry what it wraps */
-			(*out)->provider = xstrdup(ops->name);
 		} else {
 			info_clear(&v[i]);
 		}

@@ -270,8 +270,9 @@ typedef struct sbx_provider_ops {
 
 	/* ---- version 7 ---- */
 	/** Optional: the `list` row of this one sandbox, without reading the others (a pool
-	 *  keeper asks it of every sandbox it makes). Fills *out's fields with owned strings
-	 *  (the core sets `provider`); without it the core lists and picks. -ESRCH. */
+	 *  keeper asks it of every sandbox it makes). Fills *out's fields with owned strings,
+	 *  as `list` would (a NULL `provider` becomes the op table's name); without it the
+	 *  core lists and picks. -ESRCH. */
 	int (*info)(sbx_sandbox_info *out, void *sb, sbx_error **err);
 } sbx_provider_ops;
 
