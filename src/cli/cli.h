@@ -29,6 +29,7 @@ int cmd_fork(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_pool(int argc, char **argv);
 int cmd_image(int argc, char **argv);
@@ -44,6 +45,9 @@ int cmd_serve(int argc, char **argv);
 int cmd_openenv(int argc, char **argv);
 int cmd_help_env(int argc, char **argv);
 
+/* One row of `sbx ls --json` (also `sbx inspect --json`'s base). */
+struct json_t;
+struct json_t *cli_info_json(const sbx_sandbox_info *in);
 /* Opens the runtime from the environment; prints the error and returns NULL on failure. */
 sbx_runtime *cli_runtime(void);
 /* Prints "sbx: <what>: <msg>" to stderr, frees err, returns the exit code for it. */

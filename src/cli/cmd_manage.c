@@ -144,6 +144,23 @@ static void fmt_age(char *out, size_t n, double secs)
 		snprintf(out, n, "%.1fh", secs / 3600);
 }
 
+json_t *cli_info_json(const sbx_sandbox_info *in)
+{
+	json_t *labels = json_object();
+	for (size_t k = 0; in->labels && in->labels[k]; k++) {
+		char *eq = strchr(in->labels[k], '=');
+		if (!eq)
+			continue;
+		char *key = strndup(in->labels[k], (size_t)(eq - in->labels[k]));
+		json_object_set_new(labels, key, json_string(eq + 1));
+		free(key);
+	}
+	return json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:b, s:i, s:o}", "id", in->id, "provider",
+			 in->provider ? in->provider : "", "image", in->image ? in->image : "", "state",
+			 in->state ? in->state : "", "created_at", in->created_at, "expires_at", in->expires_at,
+			 "leaked", in->leaked, "pid", (int)in->pid, "labels", labels);
+}
+
 int cmd_ls(int argc, char **argv)
 {
 	int json = 0;
@@ -177,22 +194,8 @@ int cmd_ls(int argc, char **argv)
 	double now = sbx__now_real();
 	if (json) {
 		json_t *arr = json_array();
-		for (size_t i = 0; i < n; i++) {
-			json_t *labels = json_object();
-			for (size_t k = 0; v[i].labels && v[i].labels[k]; k++) {
-				char *eq = strchr(v[i].labels[k], '=');
-				if (!eq)
-					continue;
-				char *key = strndup(v[i].labels[k], (size_t)(eq - v[i].labels[k]));
-				json_object_set_new(labels, key, json_string(eq + 1));
-				free(key);
-			}
-			json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:b, s:i, s:o}", "id",
-							     v[i].id, "provider", v[i].provider, "image", v[i].image,
-							     "state", v[i].state, "created_at", v[i].created_at,
-							     "expires_at", v[i].expires_at, "leaked", v[i].leaked,
-							     "pid", (int)v[i].pid, "labels", labels));
-		}
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(arr, cli_info_json(&v[i]));
 		char *s = json_dumps(arr, JSON_INDENT(2));
 		printf("%s\n", s);
 		free(s);

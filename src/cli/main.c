@@ -28,6 +28,7 @@ static const struct command commands[] = {
 	{ "snapshot", cmd_snapshot, "freeze a sandbox's file system as a named snapshot" },
 	{ "rm", cmd_rm, "destroy sandboxes" },
 	{ "ls", cmd_ls, "list sandboxes" },
+	{ "inspect", cmd_inspect, "show one sandbox: state, labels, CPU, memory and disk use" },
 	{ "pool", cmd_pool, "keep sandboxes of an image ready for run/create (start, stop, ls)" },
 	{ "gc", cmd_gc, "destroy sandboxes whose owner died, and leftovers" },
 	{ "build", cmd_build, "build a Dockerfile into a cached template image" },

@@ -111,6 +111,20 @@ Test(cli_lazy, fast_commands_load_no_optional_library)
 	expect_lean((const char *[]){ "sbx", "ls", NULL }, &out);
 	cr_expect_not_null(strstr(out, id), "ls: %s", out);
 	free(out);
+	/* One sandbox, its row and what it uses; a missing id is exit 3. */
+	expect_lean((const char *[]){ "sbx", "inspect", id, NULL }, &out);
+	cr_expect_not_null(strstr(out, "state      running"), "inspect: %s", out);
+	cr_expect_not_null(strstr(out, "memory     "), "inspect: %s", out);
+	free(out);
+	expect_lean((const char *[]){ "sbx", "inspect", "--json", id, NULL }, &out);
+	cr_expect_not_null(strstr(out, "\"state\": \"running\""), "inspect --json: %s", out);
+	cr_expect_not_null(strstr(out, "\"mem_bytes\": "), "inspect --json: %s", out);
+	cr_expect_not_null(strstr(out, id), "inspect --json: %s", out);
+	free(out);
+	char *trace = NULL;
+	cr_expect_eq(sbx_traced((const char *[]){ "sbx", "inspect", "000000000000", NULL }, &out, &trace), 3);
+	free(out);
+	free(trace);
 	expect_lean((const char *[]){ "sbx", "exec", id, "--", "sh", "-c", "echo hi > /tmp/f", NULL }, &out);
 	free(out);
 	char host[] = "/tmp/sbx-cli-lazy-XXXXXX";
