@@ -18,13 +18,13 @@ from .errors import (AlreadyExists, Cancelled, Closed, CredentialsMissing, Inval
                      NotFound, NotSupported, PermissionDenied, SbxError, Throttled, Timeout,
                      TooLarge)
 from .runtime import Runtime, SandboxInfo, default_runtime, resolve_backend, set_default_runtime
-from .sandbox import ExecResult, Sandbox
+from .sandbox import ExecResult, Sandbox, Stats
 from .task import STAGES, EpisodeRecord, Task, run_episode
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Sandbox", "ExecResult", "Runtime", "SandboxInfo", "default_runtime", "set_default_runtime",
+    "Sandbox", "ExecResult", "Stats", "Runtime", "SandboxInfo", "default_runtime", "set_default_runtime",
     "resolve_backend", "Task", "EpisodeRecord", "run_episode", "STAGES", "Episode",
     "Observation", "SbxError", "NotFound", "InvalidArgument", "Timeout", "Throttled",
     "Cancelled", "PermissionDenied", "AlreadyExists", "NotSupported", "CredentialsMissing",

@@ -10,7 +10,7 @@ import ctypes
 import os
 import threading
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_double, c_int, c_size_t,
-                    c_uint, c_void_p)
+                    c_uint, c_ulonglong, c_void_p)
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence
 
@@ -78,6 +78,11 @@ class SandboxInfoT(Structure):
     _fields_ = [("id", c_char_p), ("provider", c_char_p), ("image", c_char_p),
                 ("state", c_char_p), ("labels", c_char_pp), ("created_at", c_double),
                 ("expires_at", c_double), ("leaked", c_int), ("pid", c_int)]
+
+
+class StatsT(Structure):
+    _fields_ = [("cpu_s", c_double), ("mem_bytes", c_ulonglong), ("mem_cache_bytes", c_ulonglong),
+                ("disk_bytes", c_ulonglong), ("disk_total_bytes", c_ulonglong)]
 
 
 class TaskT(Structure):
@@ -165,6 +170,7 @@ _PROTOS = {
     "sbx_sandbox_list": (c_int, [POINTER(POINTER(SandboxInfoT)), POINTER(c_size_t), _P,
                                  c_char_p, c_char_pp, ErrPP]),
     "sbx_sandbox_info_get": (c_int, [POINTER(POINTER(SandboxInfoT)), _P, ErrPP]),
+    "sbx_sandbox_stats": (c_int, [POINTER(StatsT), _P, ErrPP]),
     "sbx_sandbox_info_free": (None, [POINTER(SandboxInfoT), c_size_t]),
     "sbx_image_get": (c_int, [POINTER(_P), _P, c_char_p, ErrPP]),
     "sbx_image_free": (None, [_P]),

@@ -17,6 +17,19 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 @dataclass(frozen=True)
+class Stats:
+    """What :meth:`Sandbox.stats` sampled: CPU seconds used by everything in
+    the sandbox, memory charged to it (page cache included, and of it), the
+    bytes its writable layer holds and what that layer may grow to (0 =
+    unknown)."""
+    cpu_s: float
+    mem_bytes: int
+    mem_cache_bytes: int
+    disk_bytes: int
+    disk_total_bytes: int
+
+
+@dataclass(frozen=True)
 class ExecResult:
     """What one :meth:`Sandbox.exec` gave back.
 
@@ -384,6 +397,14 @@ class Sandbox:
             return _info_row(out[0])
         finally:
             _lib.lib().sbx_sandbox_info_free(out, 1)
+
+    def stats(self) -> Stats:
+        """Its resource use now (also while paused). NotSupported where the
+        backend cannot say."""
+        st = _lib.StatsT()
+        self._call("sbx_sandbox_stats", "stats", ctypes.byref(st), _SB)
+        return Stats(cpu_s=st.cpu_s, mem_bytes=st.mem_bytes, mem_cache_bytes=st.mem_cache_bytes,
+                     disk_bytes=st.disk_bytes, disk_total_bytes=st.disk_total_bytes)
 
     def destroy(self) -> None:
         """Destroys the sandbox (processes, mounts, files). Idempotent; other

@@ -19,6 +19,7 @@ int main(void)
 	P(sbx_exec_opts);
 	P(sbx_exec_result);
 	P(sbx_sandbox_info);
+	P(sbx_stats);
 	P(sbx_task);
 	P(sbx_episode_opts);
 	P(sbx_episode_result);

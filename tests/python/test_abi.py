@@ -13,7 +13,7 @@ PAIRS = {
     "sbx_error": "SbxErrorT", "sbx_runtime_opts": "RuntimeOpts",
     "sbx_sandbox_opts": "SandboxOpts", "sbx_pool_opts": "PoolOpts",
     "sbx_create_ctl": "CreateCtl", "sbx_exec_opts": "ExecOpts",
-    "sbx_exec_result": "ExecResultT", "sbx_sandbox_info": "SandboxInfoT",
+    "sbx_exec_result": "ExecResultT", "sbx_sandbox_info": "SandboxInfoT", "sbx_stats": "StatsT",
     "sbx_task": "TaskT", "sbx_episode_opts": "EpisodeOpts",
     "sbx_episode_result": "EpisodeResultT", "sbx_observation": "ObservationT",
 }

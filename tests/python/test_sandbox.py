@@ -19,6 +19,13 @@ def test_lifecycle_and_listing(runtime):
         assert rows[0].labels["pytest"] == tag and rows[0].image == "busybox"
         assert sb.info() == rows[0]  # its own row, without the listing
         assert rows[0].pid > 0 and rows[0].state == "running"
+        before = sb.stats()
+        # btrfs accounts the layer's qgroup at commit: sync makes it now
+        assert sb.exec("head -c 2000000 /dev/urandom > /root/blob; sync").ok
+        st = sb.stats()
+        assert st.mem_bytes > 0 and st.cpu_s >= before.cpu_s  # ticks: a short command may read 0
+        assert st.disk_bytes >= before.disk_bytes + 1900000, (before, st)
+        assert st.disk_total_bytes >= st.disk_bytes
         again = sbx.Sandbox.attach(sb.id, runtime=runtime)
         assert again.exec("echo attached").stdout == b"attached\n"
         again.close()  # the same sandbox: destroyed through either handle
@@ -31,6 +38,8 @@ def test_lifecycle_and_listing(runtime):
         sb.exec("true")
     with pytest.raises(sbx.Closed):
         sb.info()
+    with pytest.raises(sbx.Closed):
+        sb.stats()
 
 
 def test_context_manager_destroys(runtime):
