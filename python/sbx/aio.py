@@ -24,8 +24,8 @@ from . import episode as _episode
 from . import sandbox as _sandbox
 from . import task as _task
 from .episode import Observation
-from .runtime import Runtime
-from .sandbox import ExecResult, PathLike
+from .runtime import Runtime, SandboxInfo
+from .sandbox import ExecResult, PathLike, Stats
 from .task import EpisodeRecord
 
 T = TypeVar("T")
@@ -163,6 +163,12 @@ class Sandbox:
 
     async def set_timeout(self, seconds: float) -> None:
         await _run(self.sync.set_timeout, seconds)
+
+    async def info(self) -> SandboxInfo:
+        return await _run(self.sync.info)
+
+    async def stats(self) -> Stats:
+        return await _run(self.sync.stats)
 
     async def destroy(self) -> None:
         """Destroys the sandbox; finishes even if the caller is cancelled."""

@@ -23,6 +23,8 @@ def test_aio_sandbox_exec_files(runtime):
             await sb.write_file("/tmp/f", b"data")
             assert await sb.read_file("/tmp/f") == b"data"
             await sb.set_timeout(600)
+            assert (await sb.info()).id == sb.id
+            assert (await sb.stats()).mem_bytes > 0
             return sb
     sb = run(main())
     assert sb.sync.closed
