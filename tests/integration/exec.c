@@ -413,3 +413,64 @@ Test(exec, process_on_a_terminal)
 	sbx_process_free(p);
 	destroy(sb);
 }
+
+/* A file written and then run at once, while other threads create
+ * sandboxes: the host clones children (the user-namespace holder, each
+ * init until its exec) that hold a copy of every fd the library had open,
+ * the writer's too, and execve of a file someone holds open for writing is
+ * ETXTBSY. A script written with write_file and run next must just run. */
+struct churn {
+	volatile int stop;
+	int made;
+};
+
+static void *churn_main(void *arg)
+{
+	struct churn *c = arg;
+	while (!c->stop) {
+		sbx_sandbox_opts o = SBX_SANDBOX_OPTS_INIT;
+		o.image = "busybox";
+		sbx_sandbox *sb = NULL;
+		if (sbx_sandbox_create(&sb, rt, &o, NULL) == 0) {
+			sbx_sandbox_destroy(sb, NULL);
+			sbx_sandbox_free(sb);
+			c->made++;
+		}
+	}
+	return NULL;
+}
+
+Test(exec, a_file_written_then_run_is_never_busy)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	struct churn c = { 0 };
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, churn_main, &c), 0);
+	static const char script[] = "#!/bin/sh\nexit 3\n";
+	int busy = 0, other = 0;
+	char last[256] = "";
+	for (int i = 0; i < 300; i++) {
+		char path[32];
+		snprintf(path, sizeof(path), "/tmp/s%d", i);
+		sbx_error *err = NULL;
+		cr_assert_eq(sbx_sandbox_write_file(sb, path, script, sizeof(script) - 1, 0755, &err), 0, "%s",
+			     err ? err->msg : "?");
+		sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+		const char *argv[] = { path, NULL };
+		o.argv = argv;
+		sbx_exec_result r = run(sb, &o);
+		if (r.exit_code != 3) {
+			busy += r.err && strstr(r.err, "busy");
+			other += !(r.err && strstr(r.err, "busy"));
+			snprintf(last, sizeof(last), "exit %d: %s", r.exit_code, r.err ? r.err : "");
+		}
+		sbx_exec_result_free(&r);
+	}
+	c.stop = 1;
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	destroy(sb);
+	cr_log_info("%d sandboxes made alongside", c.made);
+	cr_expect_eq(busy + other, 0, "%d of 300 runs failed (%d text file busy), last %s", busy + other, busy, last);
+}

@@ -335,7 +335,8 @@ Test(limits, memcg_spares_take_the_new_limit)
 		o.argv = argv;
 		sbx_exec_result r;
 		cr_assert_eq(sbx_sandbox_exec(&r, sb, &o, NULL), 0);
-		cr_expect_eq(r.signal, 9, "%u MiB: hog was not OOM-killed: exit %d", mbs[i], r.exit_code);
+		cr_expect_eq(r.signal, 9, "%u MiB: hog was not OOM-killed: exit %d %s", mbs[i], r.exit_code,
+			     r.err ? r.err : "");
 		sbx_exec_result_free(&r);
 		char dir[512];
 		cr_assert(memcg_dir(sb, dir, sizeof(dir)));

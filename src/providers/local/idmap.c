@@ -154,9 +154,9 @@ struct holder {
 };
 
 /* The clone child: shares our memory, so raw syscalls only. It must not
- * outlive a creator killed mid-create (it would wait for `go` forever,
- * holding a copy of the creator's fds): it dies with the creating thread,
- * and checks for a parent that died before that was armed. */
+ * outlive a creator killed mid-create (it would wait for `go` forever): it
+ * dies with the creating thread, and checks for a parent that died before
+ * that was armed. It shares our fd table (CLONE_FILES) and touches no fd. */
 static int holder_main(void *arg)
 {
 	struct holder *h = arg;
@@ -193,7 +193,10 @@ static int make_userns(uint32_t base, int host_root, uint32_t shift_from, sbx_er
 {
 	char stack[8192] __attribute__((aligned(16)));
 	struct holder h = { .go = 0, .parent = getpid() };
-	pid_t pid = clone(holder_main, stack + sizeof(stack), CLONE_NEWUSER | CLONE_VM, &h);
+	/* CLONE_FILES: the holder shares our fd table instead of copying it (a
+	 * copy would hold every fd another thread has open, a file being
+	 * written among them: an exec of it would be ETXTBSY meanwhile). */
+	pid_t pid = clone(holder_main, stack + sizeof(stack), CLONE_NEWUSER | CLONE_VM | CLONE_FILES, &h);
 	if (pid < 0)
 		return sbx_error_setsys(err, -errno, errno, "create a user namespace");
 	int r = write_map(pid, "uid_map", base, host_root, shift_from);

@@ -19,6 +19,7 @@
 #include <sys/resource.h>
 #include <sys/vfs.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 #include <grp.h>
 
@@ -78,7 +79,17 @@ static int child_main(void *arg)
 	if (chdir(q->cwd) < 0)
 		goto fail;
 	a->phase = 3;
-	execve(a->path, q->argv, a->envp);
+	/* ETXTBSY for a file just written through the library: a child the
+	 * host process cloned meanwhile (a starting init until its exec, a user
+	 * namespace being made) holds a copy of the writer's fd for a moment.
+	 * Waited out, bounded (~0.13 s in all); a writer in here that keeps the
+	 * file open still gets the error. */
+	long ns = 250000;
+	while (execve(a->path, q->argv, a->envp) < 0 && errno == ETXTBSY && ns <= 64000000) {
+		struct timespec ts = { 0, ns };
+		nanosleep(&ts, NULL);
+		ns *= 2;
+	}
 fail:
 	a->err = errno;
 	_exit(127);
