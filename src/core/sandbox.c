@@ -338,9 +338,9 @@ int sbx_sandbox_info_get(sbx_sandbox_info **out, sbx_sandbox *sb, sbx_error **er
 	if (sb->destroyed)
 		return gone(sb, err);
 	const sbx_provider_ops *ops = sb->ops;
-	sbx_sandbox_info *one = xcalloc(1, sizeof(*one));
 	/* Tables older than version 7 end before info: never read past them. */
 	if (ops->version >= 7 && ops->info) {
+		sbx_sandbox_info *one = xcalloc(1, sizeof(*one));
 		int r = ops->info(one, sb->impl, err);
 		if (r < 0) {
 			info_clear(one);
@@ -353,7 +353,6 @@ int sbx_sandbox_info_get(sbx_sandbox_info **out, sbx_sandbox *sb, sbx_error **er
 		*out = one;
 		return 0;
 	}
-	free(one);
 	sbx_sandbox_info *v = NULL;
 	size_t n = 0;
 	int r = sbx_sandbox_list(&v, &n, sb->rt, ops->name, NULL, err);
