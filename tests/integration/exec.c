@@ -474,3 +474,31 @@ Test(exec, a_file_written_then_run_is_never_busy)
 	cr_log_info("%d sandboxes made alongside", c.made);
 	cr_expect_eq(busy + other, 0, "%d of 300 runs failed (%d text file busy), last %s", busy + other, busy, last);
 }
+
+/* ...but a file a process inside keeps open for writing is busy for good:
+ * the wait is bounded, and the command fails as a shell's would (126). */
+Test(exec, a_file_held_open_for_writing_stays_busy)
+{
+	sbx_sandbox *sb = sbx_test_sandbox(rt, NULL);
+	sbx_exec_result r = sh(sb, "printf '#!/bin/sh\\nexit 0\\n' > /tmp/w; chmod +x /tmp/w; "
+				   "(exec 3>>/tmp/w; sleep 30) >/dev/null 2>&1 & echo started");
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	sbx_exec_result_free(&r);
+	/* the holder has the file open once its shell has run the redirection */
+	r = sh(sb, "for i in $(seq 100); do [ -n \"$(ls -l /proc/*/fd 2>/dev/null | grep /tmp/w)\" ] && exit 0; "
+		   "sleep 0.05; done; exit 1");
+	cr_assert_eq(r.exit_code, 0, "the writer never opened /tmp/w");
+	sbx_exec_result_free(&r);
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	const char *argv[] = { "/tmp/w", NULL };
+	o.argv = argv;
+	r = run(sb, &o);
+	cr_expect_eq(r.exit_code, 126, "exit %d: %s", r.exit_code, r.err ? r.err : "");
+	cr_expect(r.err && strstr(r.err, "busy"), "%s", r.err ? r.err : "");
+	sbx_exec_result_free(&r);
+	/* and init serves the next command */
+	r = sh(sb, "echo ok");
+	cr_expect_str_eq(r.out, "ok\n");
+	sbx_exec_result_free(&r);
+	destroy(sb);
+}
